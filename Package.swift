@@ -1,0 +1,132 @@
+// swift-tools-version:6.1
+// Ferry: background transfers for Swift on Linux. See README.md and ../shared/DESIGN.md.
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "Ferry",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "Ferry", targets: ["Ferry"]),
+        .library(name: "FerryEngine", targets: ["FerryEngine"]),
+        .library(name: "ByteClubServer", targets: ["ByteClubServer"]),
+        .executable(name: "ferry", targets: ["FerryCLI"]),
+        .executable(name: "byteclub-server", targets: ["ByteClubServerApp"]),
+        .executable(name: "ferry-testserver", targets: ["FerryTestServer"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+    ],
+    targets: [
+        // MARK: Ferry client side (issue: foundation)
+        .target(
+            name: "FerryEngine",
+            dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "Ferry",
+            dependencies: [
+                "FerryEngine",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "FerryCLI",
+            dependencies: [
+                "Ferry",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Real servers for tests and benchmarks: a scriptable misbehaving HTTP server,
+        // a resumable-upload server on NIOResumableUpload, and an nginx harness.
+        .target(
+            name: "FerryTestSupport",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOResumableUpload", package: "swift-nio-extras"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "FerryTestServer",
+            dependencies: ["FerryTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        // MARK: byteclub-server (issue: byteclub-server)
+        .target(
+            name: "ByteClubServer",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "ByteClubServerApp",
+            dependencies: [
+                "ByteClubServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // MARK: Tests
+        .testTarget(
+            name: "FerryEngineTests",
+            dependencies: ["FerryEngine", "FerryTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "FerryTests",
+            dependencies: ["Ferry", "FerryTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "FerryCLITests",
+            dependencies: ["FerryTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "ByteClubServerTests",
+            dependencies: [
+                "ByteClubServer",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)
