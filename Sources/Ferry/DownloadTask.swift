@@ -1,0 +1,109 @@
+public import Foundation
+import NIOConcurrencyHelpers
+
+/// A request whose response body goes to a file. Pause it with
+/// ``cancelByProducingResumeData()`` and continue later, even in another process, with
+/// ``Session/downloadTask(withResumeData:)``.
+///
+/// ```swift
+/// let task = session.downloadTask(with: url)
+/// task.resume()
+/// // … later
+/// if let resumeData = await task.cancelByProducingResumeData() {
+///     let continued = session.downloadTask(withResumeData: resumeData)
+///     continued.resume()     // sends Range: bytes=N- with If-Range
+/// }
+/// ```
+public final class DownloadTask: SessionTask, @unchecked Sendable {
+    typealias CompletionHandler = @Sendable (URL?, Response?, FerryError?) async -> Void
+
+    /// Where the bytes are written while the task runs.
+    let partialFile: URL
+    private let completionHandler: CompletionHandler?
+    /// The async API takes the file over; otherwise it is deleted after the callbacks.
+    private let handsFileToCaller: Bool
+    /// A resume-data blob that did not decode: the task fails with this when resumed.
+    private let resumeDataError: FerryError?
+
+    struct Resume {
+        var validator: String?
+    }
+    private let resumeState: NIOLockedValueBox<Resume>
+
+    init(
+        session: Session, identifier: Int, request: Request, partialFile: URL, validator: String?,
+        resumeDataError: FerryError? = nil, handsFileToCaller: Bool = false, completionHandler: CompletionHandler? = nil
+    ) {
+        self.partialFile = partialFile
+        self.completionHandler = completionHandler
+        self.handsFileToCaller = handsFileToCaller
+        self.resumeDataError = resumeDataError
+        self.resumeState = NIOLockedValueBox(Resume(validator: validator))
+        super.init(session: session, identifier: identifier, request: request)
+    }
+
+    override func makeTransfer() throws -> Transfer {
+        if let resumeDataError { throw resumeDataError }
+        var transfer = session.transfer(for: originalRequest)
+        let validator = resumeState.withLockedValue { $0.validator }
+        let onDisk = (try? FileManager.default.attributesOfItem(atPath: partialFile.path)[.size] as? Int64) ?? nil
+        let resume = validator.flatMap { v in onDisk.map { ResumePoint(offset: $0, validator: v) } }
+        transfer.destination = .file(partialFile, resume: resume)
+        return transfer
+    }
+
+    override func responseArrived(_ response: Response) {
+        resumeState.withLockedValue { $0.validator = TransferEngineValidator.of(response) }
+    }
+
+    override func didFinishTransfer(_ result: TransferResult) async {
+        emit(.finishedDownloading(to: partialFile))
+        if let delegate = session.delegate {
+            let session = self.session
+            let location = partialFile
+            await session.delegateQueue.ask {
+                await delegate.session(session, downloadTask: self, didFinishDownloadingTo: location)
+            }
+        }
+    }
+
+    override func completionCallback(_ error: FerryError?) async {
+        if let completionHandler {
+            await completionHandler(error == nil ? partialFile : nil, response, error)
+        }
+        // The file is the app's only during the callbacks (unless the async API took it,
+        // or it is kept for resume data).
+        let keep = (error == nil && handsFileToCaller) || error?.resumeData != nil
+        if !keep { try? FileManager.default.removeItem(at: partialFile) }
+    }
+
+    override func errorForFailure(_ error: FerryError) -> FerryError {
+        var error = error
+        let validator = resumeState.withLockedValue { $0.validator }
+        let size = (try? FileManager.default.attributesOfItem(atPath: partialFile.path)[.size] as? Int64) ?? 0
+        let wantsResumeData = error.code != .cancelled || lock.withLockedValue { $0.cancelledForResumeData }
+        if wantsResumeData, let validator, size > 0, error.code != .integrityCheckFailed {
+            error.resumeData = DownloadResumeData(request: originalRequest, partialFile: partialFile, bytesReceived: size, validator: validator).encoded()
+        }
+        return error
+    }
+
+    /// Cancels the download and returns what ``Session/downloadTask(withResumeData:)`` needs
+    /// to continue it, or nil when it cannot continue (nothing received yet, or the server
+    /// gave no validator: then it would have to start over anyway).
+    public func cancelByProducingResumeData() async -> Data? {
+        lock.withLockedValue { $0.cancelledForResumeData = true }
+        cancel()
+        await waitUntilCompleted()
+        return error?.resumeData
+    }
+}
+
+/// Same rule as the engine: a strong ETag, else Last-Modified.
+enum TransferEngineValidator {
+    static func of(_ response: Response) -> String? {
+        guard response.statusCode == 200 || response.statusCode == 206 else { return nil }
+        if let etag = response.etag, !etag.hasPrefix("W/") { return etag }
+        return response.lastModified
+    }
+}

@@ -1,0 +1,159 @@
+public import Foundation
+import AsyncAlgorithms
+import NIOConcurrencyHelpers
+
+/// The async/await face of a session. Cancelling the calling Swift task cancels the
+/// Ferry task.
+///
+/// ```swift
+/// let (data, response) = try await Session.shared.data(for: Request(url: url))
+/// let (file, _) = try await session.download(for: Request(url: isoURL))   // the file is yours
+/// let (reply, _) = try await session.upload(for: request, fromFile: photo)
+/// ```
+extension Session {
+    public func data(for request: Request) async throws -> (Data, Response) {
+        try await runCollecting { handler in dataTask(with: request, completionHandler: handler) }
+    }
+
+    public func upload(for request: Request, from data: Data) async throws -> (Data, Response) {
+        try await runCollecting { handler in uploadTask(with: request, body: .data(data), completionHandler: handler) }
+    }
+
+    public func upload(for request: Request, fromFile file: URL) async throws -> (Data, Response) {
+        try await runCollecting { handler in uploadTask(with: request, body: .file(file), completionHandler: handler) }
+    }
+
+    /// Uploads from an async sequence of byte chunks. With `length` nil the body is sent chunked.
+    public func upload<S: AsyncSequence & Sendable>(for request: Request, from stream: S, length: Int64?) async throws -> (Data, Response)
+    where S.Element == [UInt8] {
+        let body = UploadBody.stream(length: length) {
+            AsyncThrowingStream { continuation in
+                let pump = Task {
+                    do {
+                        for try await chunk in stream { continuation.yield(chunk) }
+                        continuation.finish()
+                    } catch {
+                        continuation.finish(throwing: error)
+                    }
+                }
+                continuation.onTermination = { _ in pump.cancel() }
+            }
+        }
+        return try await runCollecting { handler in uploadTask(with: request, body: body, completionHandler: handler) }
+    }
+
+    /// Downloads to a file that is yours to move or delete.
+    public func download(for request: Request) async throws -> (URL, Response) {
+        let task = register { DownloadTask(session: self, identifier: $0, request: request, partialFile: self.newDownloadFile(), validator: nil, handsFileToCaller: true) }
+        return try await runDownload(task)
+    }
+
+    /// Continues a download from resume data; the file is yours.
+    public func download(resumeFrom resumeData: Data) async throws -> (URL, Response) {
+        try await runDownload(makeResumedDownload(resumeData, handsFileToCaller: true))
+    }
+
+    /// The response as soon as its head arrives, and its body as bytes, read at the pace
+    /// you consume them (the transfer waits for you; memory stays flat).
+    public func bytes(for request: Request) async throws -> (ResponseBytes, Response) {
+        let channel = AsyncThrowingChannel<Data, any Error>()
+        let task = register {
+            DataTask(session: self, identifier: $0, request: request, completionHandler: nil, chunkSink: { chunk in await channel.send(chunk) })
+        }
+        let events = task.events
+        task.resume()
+        let finisher = Task {
+            await task.waitUntilCompleted()
+            if let error = task.error { channel.fail(error) } else { channel.finish() }
+        }
+        return try await withTaskCancellationHandler {
+            for await event in events {
+                switch event {
+                case .response(let response):
+                    return (ResponseBytes(chunks: channel, task: task, finisher: finisher), response)
+                case .completed(let error):
+                    throw error ?? FerryError(.badServerResponse, "the task ended without a response", url: request.url)
+                default:
+                    continue
+                }
+            }
+            throw FerryError(.cancelled, "cancelled", url: request.url)
+        } onCancel: {
+            task.cancel()
+        }
+    }
+
+    // MARK: Helpers
+
+    private func runCollecting(_ make: (@escaping @Sendable (Data?, Response?, FerryError?) async -> Void) -> DataTask) async throws -> (Data, Response) {
+        let box = ResultBox<(Data, Response)>()
+        let task = make { data, response, error in
+            if let error { box.set(.failure(error)) } else if let response { box.set(.success((data ?? Data(), response))) } else {
+                box.set(.failure(FerryError(.badServerResponse, "no response")))
+            }
+        }
+        return try await run(task, box: box)
+    }
+
+    private func runDownload(_ task: DownloadTask) async throws -> (URL, Response) {
+        let box = ResultBox<(URL, Response)>()
+        let file = task.partialFile
+        let waiter = Task {
+            await task.waitUntilCompleted()
+            if let error = task.error { box.set(.failure(error)) } else if let response = task.response { box.set(.success((file, response))) } else {
+                box.set(.failure(FerryError(.badServerResponse, "no response", url: task.originalRequest.url)))
+            }
+        }
+        _ = waiter
+        return try await run(task, box: box)
+    }
+
+    private func run<T: Sendable>(_ task: SessionTask, box: ResultBox<T>) async throws -> T {
+        try await withTaskCancellationHandler {
+            task.resume()
+            await task.waitUntilCompleted()
+            // The completion handler runs before waiters are released.
+            for _ in 0..<1000 where box.value == nil { await Task.yield() }
+            guard let result = box.value else { throw task.error ?? FerryError(.unknown, "the task ended without a result", url: task.originalRequest.url) }
+            return try result.get()
+        } onCancel: {
+            task.cancel()
+        }
+    }
+}
+
+/// A response body read as bytes or chunks, at the consumer's pace.
+public struct ResponseBytes: AsyncSequence, Sendable {
+    public typealias Element = UInt8
+    let chunks: AsyncThrowingChannel<Data, any Error>
+    let task: DataTask
+    let finisher: Task<Void, Never>
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        var chunks: AsyncThrowingChannel<Data, any Error>.AsyncIterator
+        var current = Data()
+        var index = 0
+
+        public mutating func next() async throws -> UInt8? {
+            while index >= current.count {
+                guard let next = try await chunks.next() else { return nil }
+                current = next
+                index = current.startIndex
+                if current.isEmpty { index = 0 }
+            }
+            defer { index += 1 }
+            return current[index]
+        }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(chunks: chunks.makeAsyncIterator())
+    }
+}
+
+/// A result set once from a callback and read after completion.
+final class ResultBox<T: Sendable>: Sendable {
+    private let storage = NIOLockedValueBox<Result<T, FerryError>?>(nil)
+    func set(_ result: Result<T, FerryError>) { storage.withLockedValue { if $0 == nil { $0 = result } } }
+    var value: Result<T, FerryError>? { storage.withLockedValue { $0 } }
+}

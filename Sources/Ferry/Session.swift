@@ -1,0 +1,195 @@
+public import Foundation
+public import Logging
+import NIOConcurrencyHelpers
+
+/// Runs tasks: the `URLSession` of Ferry, for sessions that live in the app's process.
+///
+/// ```swift
+/// let session = Session(configuration: .default, delegate: myDelegate)
+/// let task = session.uploadTask(with: request, fromFile: URL(fileURLWithPath: "photo.jpg"))
+/// task.resume()
+/// ```
+///
+/// Delegate callbacks run one at a time on the session's own serial queue. The session
+/// holds its delegate strongly until it is invalidated, as URLSession does.
+public final class Session: Sendable {
+    /// A shared session with the default configuration and no delegate.
+    public static let shared = Session(configuration: .default)
+
+    public let configuration: Configuration
+    public let delegate: (any SessionDelegate)?
+    let engine: TransferEngine
+    let delegateQueue = DelegateQueue()
+    let logger: Logger
+    /// Set on `finishTasksAndInvalidate`, `invalidateAndCancel`.
+    public var sessionDescription: String? {
+        get { state.withLockedValue { $0.description } }
+        set { state.withLockedValue { $0.description = newValue } }
+    }
+
+    private struct State {
+        var nextIdentifier = 1
+        var tasks: [Int: SessionTask] = [:]
+        var invalidating = false
+        var description: String?
+    }
+    private let state = NIOLockedValueBox(State())
+
+    public init(configuration: Configuration = .default, delegate: (any SessionDelegate)? = nil, logger: Logger = Logger(label: "ferry.session")) {
+        self.configuration = configuration
+        self.delegate = delegate
+        self.logger = logger
+        do {
+            engine = try TransferEngine(configuration: configuration.engineConfiguration, logger: logger)
+        } catch {
+            // Only an unreadable trust file can fail here; say so and use the system store.
+            logger.error("TLS configuration failed, using the system trust store only", metadata: ["error": "\(error)"])
+            var fallback = configuration.engineConfiguration
+            fallback.additionalTrustedCertificateFiles = []
+            engine = try! TransferEngine(configuration: fallback, logger: logger)
+        }
+    }
+
+    // MARK: Making tasks (all suspended)
+
+    public func dataTask(with request: Request) -> DataTask {
+        register { DataTask(session: self, identifier: $0, request: request, completionHandler: nil) }
+    }
+
+    public func dataTask(with url: URL) -> DataTask { dataTask(with: Request(url: url)) }
+
+    /// The completion handler gets the whole body (bounded by `maximumDataTaskBodySize`).
+    public func dataTask(with request: Request, completionHandler: @escaping @Sendable (Data?, Response?, FerryError?) async -> Void) -> DataTask {
+        register { DataTask(session: self, identifier: $0, request: request, completionHandler: completionHandler) }
+    }
+
+    public func uploadTask(with request: Request, from data: Data) -> UploadTask {
+        uploadTask(with: request, body: .data(data), completionHandler: nil)
+    }
+
+    public func uploadTask(with request: Request, fromFile file: URL) -> UploadTask {
+        uploadTask(with: request, body: .file(file), completionHandler: nil)
+    }
+
+    /// An upload from any ``UploadBody``, e.g. `.stream(length:_:)`.
+    public func uploadTask(
+        with request: Request, body: UploadBody,
+        completionHandler: (@Sendable (Data?, Response?, FerryError?) async -> Void)? = nil
+    ) -> UploadTask {
+        register { UploadTask(session: self, identifier: $0, request: request, body: body, completionHandler: completionHandler) }
+    }
+
+    public func downloadTask(with request: Request) -> DownloadTask {
+        register { DownloadTask(session: self, identifier: $0, request: request, partialFile: self.newDownloadFile(), validator: nil) }
+    }
+
+    public func downloadTask(with url: URL) -> DownloadTask { downloadTask(with: Request(url: url)) }
+
+    /// The completion handler gets the file's location; move it before returning.
+    public func downloadTask(with request: Request, completionHandler: @escaping @Sendable (URL?, Response?, FerryError?) async -> Void) -> DownloadTask {
+        register {
+            DownloadTask(session: self, identifier: $0, request: request, partialFile: self.newDownloadFile(), validator: nil, completionHandler: completionHandler)
+        }
+    }
+
+    /// Continues a download from resume data. Damaged or foreign data gives a task that
+    /// fails with ``FerryError/Code/cannotDecodeResumeData`` when resumed.
+    public func downloadTask(withResumeData resumeData: Data) -> DownloadTask {
+        makeResumedDownload(resumeData, handsFileToCaller: false)
+    }
+
+    func makeResumedDownload(_ resumeData: Data, handsFileToCaller: Bool) -> DownloadTask {
+        do {
+            let decoded = try DownloadResumeData.decode(resumeData)
+            let file = URL(fileURLWithPath: decoded.partialFile)
+            // The partial file may be gone (cleaned temp dir): then start over, not fail.
+            let validator = FileManager.default.fileExists(atPath: file.path) ? decoded.validator : nil
+            if validator == nil { logger.notice("partial download file is gone; starting over", metadata: ["file": "\(file.path)"]) }
+            return register {
+                DownloadTask(session: self, identifier: $0, request: decoded.request, partialFile: file, validator: validator, handsFileToCaller: handsFileToCaller)
+            }
+        } catch {
+            let failure = FerryError.from(error, url: URL(fileURLWithPath: "/"))
+            return register {
+                DownloadTask(session: self, identifier: $0, request: Request(url: URL(string: "about:resume-data")!), partialFile: self.newDownloadFile(),
+                             validator: nil, resumeDataError: failure, handsFileToCaller: handsFileToCaller)
+            }
+        }
+    }
+
+    // MARK: Session-wide
+
+    /// Tasks not yet completed.
+    public var allTasks: [SessionTask] {
+        state.withLockedValue { $0.tasks.values.sorted { $0.taskIdentifier < $1.taskIdentifier } }
+    }
+
+    /// Lets running tasks finish, refuses new ones, then tells the delegate and closes the pool.
+    public func finishTasksAndInvalidate() {
+        let idle = state.withLockedValue { s -> Bool in
+            s.invalidating = true
+            return s.tasks.isEmpty
+        }
+        if idle { becomeInvalid() }
+    }
+
+    /// Cancels every task, then invalidates.
+    public func invalidateAndCancel() {
+        let tasks = state.withLockedValue { s -> [SessionTask] in
+            s.invalidating = true
+            return Array(s.tasks.values)
+        }
+        for task in tasks { task.cancel() }
+        if tasks.isEmpty { becomeInvalid() }
+    }
+
+    // MARK: Internals
+
+    func register<T: SessionTask>(_ make: (Int) -> T) -> T {
+        let (task, refused) = state.withLockedValue { s -> (T, Bool) in
+            let task = make(s.nextIdentifier)
+            s.nextIdentifier += 1
+            if !s.invalidating { s.tasks[task.taskIdentifier] = task }
+            return (task, s.invalidating)
+        }
+        if refused {
+            task.finish(error: FerryError(.cancelled, "the session was invalidated; create a new one", url: task.originalRequest.url), generation: nil)
+        }
+        return task
+    }
+
+    func taskDidComplete(_ task: SessionTask) {
+        let nowIdle = state.withLockedValue { s -> Bool in
+            s.tasks[task.taskIdentifier] = nil
+            return s.invalidating && s.tasks.isEmpty
+        }
+        if nowIdle { becomeInvalid() }
+    }
+
+    private func becomeInvalid() {
+        let engine = self.engine
+        delegateQueue.enqueue { [self] in
+            try? await engine.shutdown()
+            await delegate?.session(self, didBecomeInvalidWithError: nil)
+            delegateQueue.finish()
+        }
+    }
+
+    func newDownloadFile() -> URL {
+        configuration.downloadDirectory.appendingPathComponent("ferry-\(UUID().uuidString).download")
+    }
+
+    /// The engine's view of a task's request: session headers added, session limits applied.
+    func transfer(for request: Request) -> Transfer {
+        var request = request
+        for field in configuration.httpAdditionalHeaders where request.headers[field.name] == nil {
+            request.headers.add(name: field.name, value: field.value)
+        }
+        return Transfer(
+            request: request,
+            resourceTimeout: configuration.timeoutIntervalForResource,
+            idleTimeout: request.timeoutInterval ?? configuration.timeoutIntervalForRequest,
+            retry: configuration.retryPolicy,
+            resumableUpload: configuration.resumableUploads)
+    }
+}

@@ -1,0 +1,83 @@
+public import Foundation
+
+/// What to do with a data task's response.
+public enum ResponseDisposition: Sendable {
+    case allow
+    case cancel
+}
+
+/// The callbacks of the classic `URLSession` tutorial, for Ferry. All have defaults; a
+/// session calls them one at a time, in order, on its own serial queue.
+///
+/// ```swift
+/// final class Downloads: SessionDelegate {
+///     func session(_ session: Session, downloadTask: DownloadTask, didWriteData bytesWritten: Int64,
+///                  totalBytesWritten: Int64, totalBytesExpectedToWrite: Int64) async {
+///         print("\(totalBytesWritten) / \(totalBytesExpectedToWrite)")
+///     }
+///     func session(_ session: Session, downloadTask: DownloadTask, didFinishDownloadingTo location: URL) async {
+///         try? FileManager.default.moveItem(at: location, to: destination)  // else it is deleted
+///     }
+/// }
+/// ```
+public protocol SessionDelegate: AnyObject, Sendable {
+    /// A data task's response head arrived. Return `.cancel` to stop it.
+    func session(_ session: Session, dataTask: DataTask, didReceive response: Response) async -> ResponseDisposition
+    /// Part of a data task's body arrived.
+    func session(_ session: Session, dataTask: DataTask, didReceive data: Data) async
+    /// Upload progress, coalesced; the last call carries the final totals.
+    func session(_ session: Session, task: SessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64) async
+    /// Download progress, coalesced; the last call carries the final totals.
+    func session(_ session: Session, downloadTask: DownloadTask, didWriteData bytesWritten: Int64, totalBytesWritten: Int64, totalBytesExpectedToWrite: Int64) async
+    /// A download continued from `fileOffset` (resume data, or a retry after a lost connection).
+    func session(_ session: Session, downloadTask: DownloadTask, didResumeAtOffset fileOffset: Int64, expectedTotalBytes: Int64) async
+    /// The download is complete at `location`. Move the file now: it is deleted when this returns.
+    func session(_ session: Session, downloadTask: DownloadTask, didFinishDownloadingTo location: URL) async
+    /// A redirect: return the request to follow (possibly changed), or nil to receive the
+    /// redirect response itself.
+    func session(_ session: Session, task: SessionTask, willPerformHTTPRedirection response: Response, newRequest request: Request) async -> Request?
+    /// The task ended: `error` is nil on success (whatever the HTTP status).
+    func session(_ session: Session, task: SessionTask, didCompleteWithError error: FerryError?) async
+    /// The session was invalidated (after `finishTasksAndInvalidate` or `invalidateAndCancel`).
+    func session(_ session: Session, didBecomeInvalidWithError error: FerryError?) async
+}
+
+extension SessionDelegate {
+    public func session(_ session: Session, dataTask: DataTask, didReceive response: Response) async -> ResponseDisposition { .allow }
+    public func session(_ session: Session, dataTask: DataTask, didReceive data: Data) async {}
+    public func session(_ session: Session, task: SessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64) async {}
+    public func session(_ session: Session, downloadTask: DownloadTask, didWriteData bytesWritten: Int64, totalBytesWritten: Int64, totalBytesExpectedToWrite: Int64) async {}
+    public func session(_ session: Session, downloadTask: DownloadTask, didResumeAtOffset fileOffset: Int64, expectedTotalBytes: Int64) async {}
+    public func session(_ session: Session, downloadTask: DownloadTask, didFinishDownloadingTo location: URL) async {}
+    public func session(_ session: Session, task: SessionTask, willPerformHTTPRedirection response: Response, newRequest request: Request) async -> Request? { request }
+    public func session(_ session: Session, task: SessionTask, didCompleteWithError error: FerryError?) async {}
+    public func session(_ session: Session, didBecomeInvalidWithError error: FerryError?) async {}
+}
+
+/// One serial queue per session: delegate callbacks run one after another, in the order
+/// they were enqueued, never two at once (the `delegateQueue` of URLSession).
+final class DelegateQueue: Sendable {
+    typealias Job = @Sendable () async -> Void
+    private let continuation: AsyncStream<Job>.Continuation
+
+    init() {
+        let (stream, continuation) = AsyncStream<Job>.makeStream()
+        self.continuation = continuation
+        Task {
+            for await job in stream { await job() }
+        }
+    }
+
+    func enqueue(_ job: @escaping Job) {
+        continuation.yield(job)
+    }
+
+    /// Enqueues `job` and waits for its answer.
+    func ask<T: Sendable>(_ job: @escaping @Sendable () async -> T) async -> T {
+        await withCheckedContinuation { (answer: CheckedContinuation<T, Never>) in
+            continuation.yield { answer.resume(returning: await job()) }
+        }
+    }
+
+    func finish() { continuation.finish() }
+}

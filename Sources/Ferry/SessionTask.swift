@@ -1,0 +1,233 @@
+public import Foundation
+import Logging
+import NIOConcurrencyHelpers
+
+/// A transfer in a ``Session``: created suspended, started with ``resume()``.
+///
+/// ```swift
+/// let task = session.downloadTask(with: URL(string: "http://127.0.0.1:8080/big.iso")!)
+/// task.taskDescription = "ISO image"
+/// task.resume()
+/// for await event in task.events {
+///     if case .wroteData(_, let total, let expected) = event { print(total, "/", expected) }
+/// }
+/// ```
+public class SessionTask: @unchecked Sendable {  // all mutable state is behind `lock`
+    /// The states of URLSessionTask.
+    public enum State: Sendable, Equatable {
+        case running, suspended, canceling, completed
+    }
+
+    /// Unique within its session.
+    public let taskIdentifier: Int
+    public let originalRequest: Request
+    unowned(unsafe) let session: Session
+
+    struct Mutable {
+        var lifecycle = TaskLifecycle()
+        var runner: Task<Void, Never>?
+        var currentRequest: Request?
+        var response: Response?
+        var error: FerryError?
+        var taskDescription: String?
+        var countOfBytesSent: Int64 = 0
+        var countOfBytesExpectedToSend: Int64 = 0
+        var countOfBytesReceived: Int64 = 0
+        var countOfBytesExpectedToReceive: Int64 = -1
+        var eventContinuations: [AsyncStream<TaskEvent>.Continuation] = []
+        var completionWaiters: [CheckedContinuation<Void, Never>] = []
+        var cancelledForResumeData = false
+        var priority: Float = 0.5
+    }
+    let lock = NIOLockedValueBox(Mutable())
+
+    init(session: Session, identifier: Int, request: Request) {
+        self.session = session
+        self.taskIdentifier = identifier
+        self.originalRequest = request
+    }
+
+    // MARK: Public state
+
+    public var state: State {
+        switch lock.withLockedValue({ $0.lifecycle.state }) {
+        case .suspended: return .suspended
+        case .running: return .running
+        case .canceling: return .canceling
+        case .completed: return .completed
+        }
+    }
+    /// The request now being sent (after redirects).
+    public var currentRequest: Request? { lock.withLockedValue { $0.currentRequest ?? originalRequest } }
+    public var response: Response? { lock.withLockedValue { $0.response } }
+    public var error: FerryError? { lock.withLockedValue { $0.error } }
+    public var taskDescription: String? {
+        get { lock.withLockedValue { $0.taskDescription } }
+        set { lock.withLockedValue { $0.taskDescription = newValue } }
+    }
+    /// Relative priority in 0…1 (advisory for in-process sessions).
+    public var priority: Float {
+        get { lock.withLockedValue { $0.priority } }
+        set { lock.withLockedValue { $0.priority = min(max(newValue, 0), 1) } }
+    }
+    public var countOfBytesSent: Int64 { lock.withLockedValue { $0.countOfBytesSent } }
+    public var countOfBytesExpectedToSend: Int64 { lock.withLockedValue { $0.countOfBytesExpectedToSend } }
+    public var countOfBytesReceived: Int64 { lock.withLockedValue { $0.countOfBytesReceived } }
+    public var countOfBytesExpectedToReceive: Int64 { lock.withLockedValue { $0.countOfBytesExpectedToReceive } }
+
+    /// Everything that happens to this task, in order, ending with `.completed`.
+    /// Subscribe before `resume()` to see it all; each subscriber gets its own stream.
+    public var events: AsyncStream<TaskEvent> {
+        let (stream, continuation) = AsyncStream<TaskEvent>.makeStream()
+        let done = lock.withLockedValue { m -> Bool in
+            if case .completed = m.lifecycle.state, m.runner == nil { return true }
+            m.eventContinuations.append(continuation)
+            return false
+        }
+        if done {
+            continuation.yield(.completed(error))
+            continuation.finish()
+        }
+        return stream
+    }
+
+    // MARK: Control
+
+    /// Starts the task, or continues it after ``suspend()``.
+    public func resume() {
+        let action = lock.withLockedValue { $0.lifecycle.resume() }
+        if case .start(let generation) = action { start(generation: generation) }
+    }
+
+    /// Pauses the task. A download keeps what it has and continues from there on resume.
+    public func suspend() {
+        let runner: Task<Void, Never>? = lock.withLockedValue { m in
+            guard m.lifecycle.suspend() == .stop else { return nil }
+            let runner = m.runner
+            m.runner = nil
+            return runner
+        }
+        runner?.cancel()
+    }
+
+    /// Cancels the task; it completes with ``FerryError/Code/cancelled``.
+    public func cancel() {
+        let (action, runner) = lock.withLockedValue { m in (m.lifecycle.cancel(), m.runner) }
+        switch action {
+        case .stop: runner?.cancel()
+        case .completeCancelled: finish(error: FerryError(.cancelled, "the task was cancelled", url: originalRequest.url), generation: nil)
+        default: break
+        }
+    }
+
+    /// Waits until the task has completed (successfully or not).
+    public func waitUntilCompleted() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = lock.withLockedValue { m -> Bool in
+                if case .completed = m.lifecycle.state, m.runner == nil { return true }
+                m.completionWaiters.append(continuation)
+                return false
+            }
+            if done { continuation.resume() }
+        }
+    }
+
+    // MARK: Running (subclasses provide the transfer)
+
+    /// The transfer for this run; subclasses build it.
+    func makeTransfer() throws -> Transfer { fatalError("subclass") }
+
+    /// Called on success before completion is reported (download hands over its file).
+    func didFinishTransfer(_ result: TransferResult) async {}
+
+    /// Called after a failure, before completion: a download may attach resume data.
+    func errorForFailure(_ error: FerryError) -> FerryError { error }
+
+    func start(generation: Int) {
+        let runner = Task {
+            let observer = TaskObserver(task: self)
+            do {
+                let transfer = try self.makeTransfer()
+                let result = try await self.session.engine.run(transfer, observer: observer)
+                self.lock.withLockedValue { $0.response = result.response }
+                guard self.isCurrent(generation) else { return }
+                await self.didFinishTransfer(result)
+                self.finish(error: nil, generation: generation)
+            } catch {
+                guard self.isCurrent(generation) else { return }
+                let mapped = self.errorForFailure(FerryError.from(error, url: self.originalRequest.url))
+                self.finish(error: mapped, generation: generation)
+            }
+        }
+        lock.withLockedValue { $0.runner = runner }
+    }
+
+    /// Whether run `generation` is still the task's (it was not suspended meanwhile).
+    private func isCurrent(_ generation: Int) -> Bool {
+        lock.withLockedValue { m in
+            switch m.lifecycle.state {
+            case .running(let current), .canceling(let current): return current == generation
+            default: return false
+            }
+        }
+    }
+
+    /// Completes the task: state, delegate, events, waiters — once.
+    func finish(error: FerryError?, generation: Int?) {
+        let proceed = lock.withLockedValue { m -> Bool in
+            if let generation {
+                guard m.lifecycle.runEnded(generation: generation) else { return false }
+            }
+            m.error = error
+            m.runner = nil
+            return true
+        }
+        guard proceed else { return }
+        if let error {
+            session.logger.debug("task failed", metadata: ["task": "\(taskIdentifier)", "error": "\(error.shortDescription)"])
+        }
+        session.delegateQueue.enqueue { [self] in
+            await session.delegate?.session(session, task: self, didCompleteWithError: error)
+            await self.completionCallback(error)
+            let (continuations, waiters) = lock.withLockedValue { m in
+                defer { m.eventContinuations = []; m.completionWaiters = [] }
+                return (m.eventContinuations, m.completionWaiters)
+            }
+            for continuation in continuations {
+                continuation.yield(.completed(error))
+                continuation.finish()
+            }
+            for waiter in waiters { waiter.resume() }
+            session.taskDidComplete(self)
+        }
+    }
+
+    /// Completion-handler variants override this.
+    func completionCallback(_ error: FerryError?) async {}
+
+    /// A response head arrived (downloads note its validator).
+    func responseArrived(_ response: Response) {}
+
+    /// Body bytes arrived for an in-memory task (completion-handler variants keep them).
+    func dataArrived(_ data: Data) async {}
+
+    func emit(_ event: TaskEvent) {
+        let continuations = lock.withLockedValue { $0.eventContinuations }
+        for continuation in continuations { continuation.yield(event) }
+    }
+}
+
+/// What happened to a task, for ``SessionTask/events``.
+public enum TaskEvent: Sendable {
+    case response(Response)
+    case redirected(to: Request)
+    case sentBodyData(bytes: Int64, total: Int64, expected: Int64)
+    case receivedData(Data)
+    case wroteData(bytes: Int64, total: Int64, expected: Int64)
+    case resumed(atOffset: Int64, expected: Int64)
+    case willRetry(after: Duration, reason: String)
+    case finishedDownloading(to: URL)
+    /// The last event: nil on success.
+    case completed(FerryError?)
+}
+

@@ -1,0 +1,91 @@
+import Foundation
+
+/// Turns the engine's reports for one task into counters, events and delegate calls
+/// (through the session's serial queue, so they arrive in order).
+struct TaskObserver: TransferObserver {
+    let task: SessionTask
+    var session: Session { task.session }
+
+    func transferDidReceive(response: Response) async -> Bool {
+        task.lock.withLockedValue {
+            $0.response = response
+            $0.countOfBytesExpectedToReceive = response.expectedContentLength
+        }
+        task.responseArrived(response)
+        task.emit(.response(response))
+        guard let dataTask = task as? DataTask, let delegate = session.delegate else { return true }
+        let session = self.session
+        let disposition = await session.delegateQueue.ask {
+            await delegate.session(session, dataTask: dataTask, didReceive: response)
+        }
+        return disposition == .allow
+    }
+
+    func transferWillRedirect(response: Response, to request: Request) async -> Request? {
+        let task = self.task
+        let session = self.session
+        let next: Request?
+        if let delegate = session.delegate {
+            next = await session.delegateQueue.ask {
+                await delegate.session(session, task: task, willPerformHTTPRedirection: response, newRequest: request)
+            }
+        } else {
+            next = request
+        }
+        if let next {
+            task.lock.withLockedValue { $0.currentRequest = next }
+            task.emit(.redirected(to: next))
+        }
+        return next
+    }
+
+    func transferDidReceive(data: Data) async {
+        task.lock.withLockedValue { $0.countOfBytesReceived += Int64(data.count) }
+        await task.dataArrived(data)
+        task.emit(.receivedData(data))
+        guard let dataTask = task as? DataTask, let delegate = session.delegate else { return }
+        let session = self.session
+        await session.delegateQueue.ask { await delegate.session(session, dataTask: dataTask, didReceive: data) }
+    }
+
+    func transferDidSend(bytes: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64) {
+        task.lock.withLockedValue {
+            $0.countOfBytesSent = totalBytesSent
+            $0.countOfBytesExpectedToSend = totalBytesExpectedToSend
+        }
+        task.emit(.sentBodyData(bytes: bytes, total: totalBytesSent, expected: totalBytesExpectedToSend))
+        guard let delegate = session.delegate else { return }
+        let (session, task) = (self.session, self.task)
+        session.delegateQueue.enqueue {
+            await delegate.session(session, task: task, didSendBodyData: bytes, totalBytesSent: totalBytesSent, totalBytesExpectedToSend: totalBytesExpectedToSend)
+        }
+    }
+
+    func transferDidWrite(bytes: Int64, totalBytesWritten: Int64, totalBytesExpectedToWrite: Int64) {
+        guard let download = task as? DownloadTask else { return }
+        task.lock.withLockedValue {
+            $0.countOfBytesReceived = totalBytesWritten
+            $0.countOfBytesExpectedToReceive = totalBytesExpectedToWrite
+        }
+        task.emit(.wroteData(bytes: bytes, total: totalBytesWritten, expected: totalBytesExpectedToWrite))
+        guard let delegate = session.delegate else { return }
+        let session = self.session
+        session.delegateQueue.enqueue {
+            await delegate.session(session, downloadTask: download, didWriteData: bytes, totalBytesWritten: totalBytesWritten, totalBytesExpectedToWrite: totalBytesExpectedToWrite)
+        }
+    }
+
+    func transferDidResume(atOffset offset: Int64, expectedTotal: Int64) {
+        task.emit(.resumed(atOffset: offset, expected: expectedTotal))
+        guard offset > 0, let download = task as? DownloadTask, let delegate = session.delegate else { return }
+        let session = self.session
+        session.delegateQueue.enqueue {
+            await delegate.session(session, downloadTask: download, didResumeAtOffset: offset, expectedTotalBytes: expectedTotal)
+        }
+    }
+
+    func transferWillRetry(after delay: Duration, reason: String) {
+        task.emit(.willRetry(after: delay, reason: reason))
+    }
+}
+

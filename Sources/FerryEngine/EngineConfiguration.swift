@@ -1,0 +1,19 @@
+public import Foundation
+
+/// Settings shared by every transfer of one ``TransferEngine`` (one connection pool).
+public struct EngineConfiguration: Sendable, Hashable {
+    /// Idle time-out: a transfer fails with `timedOut` when no byte moves for this long.
+    public var idleTimeout: TimeInterval = 60
+    /// Requests in flight to one host at most (and so connections to it).
+    public var maximumConnectionsPerHost: Int = 6
+    /// Redirects followed for one request at most.
+    public var maximumRedirects: Int = 16
+    /// `true` offers HTTP/2 through ALPN on HTTPS; `false` speaks HTTP/1.1 only.
+    public var allowsHTTP2: Bool = true
+    /// PEM files of certificate authorities to trust besides the system's store.
+    public var additionalTrustedCertificateFiles: [String] = []
+    /// How long an idle pooled connection is kept.
+    public var connectionIdleTimeout: TimeInterval = 60
+
+    public init() {}
+}

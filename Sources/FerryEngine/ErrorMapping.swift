@@ -1,0 +1,87 @@
+import AsyncHTTPClient
+public import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+
+extension FerryError {
+    /// Turns whatever AsyncHTTPClient, NIO or the OS threw into a code a user can switch on,
+    /// keeping the original as `underlyingError`.
+    /// Any error as a `FerryError` (kept as it is when it already is one).
+    public static func from(_ error: any Error, url: URL) -> FerryError {
+        if let error = error as? FerryError { return error }
+        if error is CancellationError {
+            return FerryError(.cancelled, "the task was cancelled", url: url, underlying: error)
+        }
+        if let error = error as? HTTPClientError {
+            switch error {
+            case .cancelled, .requestStreamCancelled:
+                return FerryError(.cancelled, "the task was cancelled", url: url, underlying: error)
+            case .readTimeout, .writeTimeout, .deadlineExceeded, .getConnectionFromPoolTimeout:
+                return FerryError(.timedOut, "the request timed out", url: url, underlying: error)
+            case .connectTimeout:
+                return FerryError(.timedOut, "connecting to \(url.host ?? "the host") timed out", url: url, underlying: error)
+            case .tlsHandshakeTimeout:
+                return FerryError(.secureConnectionFailed, "the TLS handshake timed out", url: url, underlying: error)
+            case .remoteConnectionClosed:
+                return FerryError(.networkConnectionLost, "the server closed the connection before the response was complete", url: url, underlying: error)
+            case .invalidURL, .emptyHost, .emptyScheme:
+                return FerryError(.badURL, "the URL is not valid", url: url, underlying: error)
+            case .bodyLengthMismatch:
+                return FerryError(.badServerResponse, "the body length does not match Content-Length", url: url, underlying: error)
+            case .redirectLimitReached, .redirectCycleDetected:
+                return FerryError(.httpTooManyRedirects, "too many redirects", url: url, underlying: error)
+            default:
+                if "\(error)".contains("unsupportedScheme") {
+                    return FerryError(.unsupportedURL, "only http and https are supported", url: url, underlying: error)
+                }
+                return FerryError(.unknown, "the HTTP client failed: \(error)", url: url, underlying: error)
+            }
+        }
+        if let error = error as? NIOConnectionError {
+            if error.dnsAError != nil || error.dnsAAAAError != nil, error.connectionErrors.isEmpty {
+                return FerryError(.cannotFindHost, "the host name \(url.host ?? "") did not resolve", url: url, underlying: error)
+            }
+            return FerryError(.cannotConnectToHost, "could not connect to \(url.host ?? ""):\(url.port.map(String.init) ?? "default port")", url: url, underlying: error)
+        }
+        if let error = error as? IOError {
+            switch error.errnoCode {
+            case ECONNREFUSED, EHOSTUNREACH, ENETUNREACH:
+                return FerryError(.cannotConnectToHost, "could not connect to \(url.host ?? ""): \(error.description)", url: url, underlying: error)
+            case ECONNRESET, EPIPE:
+                return FerryError(.networkConnectionLost, "the connection was reset", url: url, underlying: error)
+            default:
+                return FerryError(.networkConnectionLost, "I/O error: \(error.description)", url: url, underlying: error)
+            }
+        }
+        if let error = error as? ChannelError {
+            switch error {
+            case .connectTimeout:
+                return FerryError(.timedOut, "connecting timed out", url: url, underlying: error)
+            case .eof, .ioOnClosedChannel, .outputClosed, .alreadyClosed, .inputClosed:
+                return FerryError(.networkConnectionLost, "the connection closed", url: url, underlying: error)
+            default:
+                return FerryError(.networkConnectionLost, "the connection failed: \(error)", url: url, underlying: error)
+            }
+        }
+        if error is HTTPParserError || error is NIOHTTPDecoderError {
+            return FerryError(.badServerResponse, "the server's response is not valid HTTP", url: url, underlying: error)
+        }
+        if let error = error as? NIOSSLError {
+            let text = "\(error)"
+            if text.contains("CERTIFICATE_VERIFY_FAILED") || text.contains("certificate") {
+                return FerryError(.serverCertificateUntrusted, "the server's certificate is not trusted", url: url, underlying: error)
+            }
+            return FerryError(.secureConnectionFailed, "TLS failed: \(text)", url: url, underlying: error)
+        }
+        let text = String(describing: error)
+        if text.contains("CERTIFICATE_VERIFY_FAILED") {
+            return FerryError(.serverCertificateUntrusted, "the server's certificate is not trusted", url: url, underlying: error)
+        }
+        if text.contains("SSL") || text.contains("TLS") {
+            return FerryError(.secureConnectionFailed, "TLS failed: \(text)", url: url, underlying: error)
+        }
+        return FerryError(.unknown, text, url: url, underlying: error)
+    }
+}

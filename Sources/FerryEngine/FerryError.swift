@@ -1,0 +1,124 @@
+public import Foundation
+
+/// An error from a transfer: a code you can switch on, the URL that failed, and the cause.
+///
+/// As with `URLSession`, an HTTP status such as 404 or 503 is a *response*, not an error:
+/// a `FerryError` means the transfer itself could not be completed.
+///
+/// ```swift
+/// do {
+///     let (data, response) = try await session.data(for: request)
+/// } catch let error as FerryError where error.code == .timedOut {
+///     print("server too slow:", error.failingURL?.absoluteString ?? "?")
+/// }
+/// ```
+public struct FerryError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong, in the words `URLError` uses.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private let name: String
+        private init(_ name: String) { self.name = name }
+        public var description: String { name }
+
+        /// The task was cancelled by the app.
+        public static let cancelled = Code("cancelled")
+        /// No progress within `timeoutIntervalForRequest`, or the whole task outlived
+        /// `timeoutIntervalForResource`.
+        public static let timedOut = Code("timedOut")
+        /// The URL is malformed or has no host.
+        public static let badURL = Code("badURL")
+        /// The scheme is not http or https.
+        public static let unsupportedURL = Code("unsupportedURL")
+        /// Nothing accepted the connection.
+        public static let cannotConnectToHost = Code("cannotConnectToHost")
+        /// The host name did not resolve.
+        public static let cannotFindHost = Code("cannotFindHost")
+        /// The connection broke in the middle of the transfer.
+        public static let networkConnectionLost = Code("networkConnectionLost")
+        /// The server sent something that is not valid HTTP, or a body that does not match
+        /// its own framing (`Content-Length`, `Content-Range`).
+        public static let badServerResponse = Code("badServerResponse")
+        /// The redirect chain was longer than allowed or went round in a circle.
+        public static let httpTooManyRedirects = Code("httpTooManyRedirects")
+        /// TLS could not be established.
+        public static let secureConnectionFailed = Code("secureConnectionFailed")
+        /// The server's certificate is not trusted.
+        public static let serverCertificateUntrusted = Code("serverCertificateUntrusted")
+        /// The upload source file does not exist.
+        public static let fileDoesNotExist = Code("fileDoesNotExist")
+        /// A file could not be read.
+        public static let cannotReadFile = Code("cannotReadFile")
+        /// A file could not be created or written (disk full, permission, missing folder).
+        public static let cannotWriteToFile = Code("cannotWriteToFile")
+        /// A body was larger than the limit the caller set.
+        public static let dataLengthExceedsMaximum = Code("dataLengthExceedsMaximum")
+        /// The downloaded bytes do not match the expected SHA-256 or the server's digest.
+        public static let integrityCheckFailed = Code("integrityCheckFailed")
+        /// Resume data is damaged, of an unknown version, or no longer matches its file.
+        public static let cannotDecodeResumeData = Code("cannotDecodeResumeData")
+        /// The delegate refused the response or a redirect.
+        public static let cancelledByDelegate = Code("cancelledByDelegate")
+        /// Another process already owns this background session.
+        public static let backgroundSessionInUseByAnotherProcess = Code("backgroundSessionInUseByAnotherProcess")
+        /// Anything else; see ``FerryError/underlyingError``.
+        public static let unknown = Code("unknown")
+    }
+
+    public var code: Code
+    /// A sentence for a person: what happened and, when there is one, what to do.
+    public var message: String
+    public var failingURL: URL?
+    /// The lower-level error (AsyncHTTPClient, NIO, POSIX), when there was one.
+    public var underlyingError: (any Error)?
+    /// For a cancelled or failed download that can continue: pass it to
+    /// `downloadTask(withResumeData:)`.
+    public var resumeData: Data?
+
+    public init(
+        _ code: Code,
+        _ message: String,
+        url: URL? = nil,
+        underlying: (any Error)? = nil,
+        resumeData: Data? = nil
+    ) {
+        self.code = code
+        self.message = message
+        self.failingURL = url
+        self.underlyingError = underlying
+        self.resumeData = resumeData
+    }
+
+    /// The code alone, safe for logs: no URL (it may carry a token), no payload.
+    public var shortDescription: String { code.description }
+
+    public var description: String {
+        var text = "\(code): \(message)"
+        if let failingURL { text += " (\(failingURL.redactedForLogs))" }
+        if let underlyingError { text += " [cause: \(underlyingError)]" }
+        return text
+    }
+
+    /// Whether trying the same request again later could succeed: lost connections,
+    /// refused connections and time-outs are; bad URLs, files and integrity failures are not.
+    public var isRetryable: Bool {
+        switch code {
+        case .networkConnectionLost, .cannotConnectToHost, .timedOut, .cannotFindHost,
+            .secureConnectionFailed:
+            return true
+        default:
+            return false
+        }
+    }
+}
+
+extension URL {
+    /// The URL without query and user info, for logs and messages: queries often carry tokens.
+    public var redactedForLogs: String {
+        guard var components = URLComponents(url: self, resolvingAgainstBaseURL: false) else {
+            return "<url>"
+        }
+        components.user = nil
+        components.password = nil
+        if components.query != nil { components.query = "…" }
+        return components.string ?? "<url>"
+    }
+}

@@ -1,0 +1,76 @@
+/// HTTP header fields in the order they were set, looked up without regard to case.
+///
+/// ```swift
+/// var headers: HeaderFields = ["Accept": "application/json"]
+/// headers["authorization"] = "Bearer …"
+/// headers["Accept"]   // "application/json"
+/// ```
+public struct HeaderFields: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral {
+    public struct Field: Sendable, Hashable {
+        public var name: String
+        public var value: String
+        public init(name: String, value: String) {
+            self.name = name
+            self.value = value
+        }
+    }
+
+    private var fields: [Field] = []
+
+    public init() {}
+
+    public init(dictionaryLiteral elements: (String, String)...) {
+        for (name, value) in elements { add(name: name, value: value) }
+    }
+
+    public init<S: Sequence>(_ pairs: S) where S.Element == (String, String) {
+        for (name, value) in pairs { add(name: name, value: value) }
+    }
+
+    /// The first value for `name`; setting replaces every field of that name (nil removes them).
+    public subscript(name: String) -> String? {
+        get { fields.first { $0.name.caseInsensitiveEquals(name) }?.value }
+        set {
+            guard let newValue else {
+                fields.removeAll { $0.name.caseInsensitiveEquals(name) }
+                return
+            }
+            if let index = fields.firstIndex(where: { $0.name.caseInsensitiveEquals(name) }) {
+                fields[index].value = newValue
+                var next = index + 1
+                while next < fields.count {
+                    if fields[next].name.caseInsensitiveEquals(name) { fields.remove(at: next) } else { next += 1 }
+                }
+            } else {
+                fields.append(Field(name: name, value: newValue))
+            }
+        }
+    }
+
+    /// Every value for `name`, in order.
+    public func values(for name: String) -> [String] {
+        fields.filter { $0.name.caseInsensitiveEquals(name) }.map(\.value)
+    }
+
+    /// Appends a field, keeping any others of the same name.
+    public mutating func add(name: String, value: String) {
+        fields.append(Field(name: name, value: value))
+    }
+
+    public var count: Int { fields.count }
+    public func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }
+
+    /// Fields of `other` replace fields of the same name here; the rest are kept.
+    public func merging(_ other: HeaderFields) -> HeaderFields {
+        var merged = self
+        for name in Set(other.fields.map { $0.name.lowercased() }) { merged[name] = nil }
+        for field in other.fields { merged.add(name: field.name, value: field.value) }
+        return merged
+    }
+}
+
+extension String {
+    func caseInsensitiveEquals(_ other: String) -> Bool {
+        self.utf8.count == other.utf8.count && self.lowercased() == other.lowercased()
+    }
+}

@@ -1,0 +1,63 @@
+public import Foundation
+
+/// What to send: the `URLRequest` of Ferry.
+///
+/// ```swift
+/// var request = Request(url: URL(string: "https://example.com/upload")!)
+/// request.method = "PUT"
+/// request.headers["Content-Type"] = "image/jpeg"
+/// request.expectedSHA256 = nil        // or the hex digest a download must match
+/// ```
+public struct Request: Sendable, Hashable {
+    public var url: URL
+    /// `GET` unless set.
+    public var method: String
+    public var headers: HeaderFields
+    /// A small in-memory body for data tasks. Upload tasks take their body separately.
+    public var body: Data?
+    /// Idle time-out for this request, overriding the configuration's
+    /// `timeoutIntervalForRequest` when set.
+    public var timeoutInterval: TimeInterval?
+    /// For downloads: the hex SHA-256 the bytes must have. A mismatch fails the task
+    /// with ``FerryError/Code/integrityCheckFailed`` and the file is not delivered.
+    public var expectedSHA256: String?
+
+    public init(url: URL, method: String = "GET", headers: HeaderFields = [:], body: Data? = nil) {
+        self.url = url
+        self.method = method
+        self.headers = headers
+        self.body = body
+    }
+}
+
+/// What came back: the `HTTPURLResponse` of Ferry.
+public struct Response: Sendable, Hashable {
+    /// The URL that answered (after redirects).
+    public var url: URL
+    public var statusCode: Int
+    public var headers: HeaderFields
+    /// HTTP version, e.g. "HTTP/1.1" or "HTTP/2".
+    public var httpVersion: String
+
+    public init(url: URL, statusCode: Int, headers: HeaderFields, httpVersion: String = "HTTP/1.1") {
+        self.url = url
+        self.statusCode = statusCode
+        self.headers = headers
+        self.httpVersion = httpVersion
+    }
+
+    /// `Content-Length`, or -1 when unknown (as `expectedContentLength` in URLSession).
+    public var expectedContentLength: Int64 {
+        headers["Content-Length"].flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) } ?? -1
+    }
+
+    /// The media type without parameters, e.g. "application/json".
+    public var mimeType: String? {
+        headers["Content-Type"].map { $0.split(separator: ";")[0].trimmingCharacters(in: .whitespaces).lowercased() }
+    }
+
+    /// The strong or weak entity tag, as sent.
+    public var etag: String? { headers["ETag"] }
+    public var lastModified: String? { headers["Last-Modified"] }
+    public var acceptsByteRanges: Bool { headers["Accept-Ranges"]?.lowercased().contains("bytes") ?? false }
+}

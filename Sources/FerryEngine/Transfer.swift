@@ -1,0 +1,120 @@
+public import Foundation
+
+/// One transfer for ``TransferEngine/run(_:observer:)``: the request, its body, where the
+/// response goes, and the rules for this run.
+public struct Transfer: Sendable {
+    public var request: Request
+    /// The body to upload; nil for none (or `request.body` for a small in-memory one).
+    public var upload: UploadBody?
+    public var destination: Destination
+    /// Give up when the whole transfer (queueing, redirects, retries) takes longer.
+    public var resourceTimeout: TimeInterval?
+    /// Give up when no byte moves for this long. Defaults to the engine's.
+    public var idleTimeout: TimeInterval?
+    public var retry: RetryPolicy
+    public var resumableUpload: ResumableUploadMode
+
+    public init(
+        request: Request,
+        upload: UploadBody? = nil,
+        destination: Destination = .memory(limit: 64 << 20),
+        resourceTimeout: TimeInterval? = nil,
+        idleTimeout: TimeInterval? = nil,
+        retry: RetryPolicy = .none,
+        resumableUpload: ResumableUploadMode = .automatic
+    ) {
+        self.request = request
+        self.upload = upload
+        self.destination = destination
+        self.resourceTimeout = resourceTimeout
+        self.idleTimeout = idleTimeout
+        self.retry = retry
+        self.resumableUpload = resumableUpload
+    }
+}
+
+/// Where the response body goes.
+public enum Destination: Sendable {
+    /// Kept in memory up to `limit` bytes (more fails with `dataLengthExceedsMaximum`),
+    /// and each chunk is also passed to the observer.
+    case memory(limit: Int)
+    /// Each chunk is passed to the observer and nothing is kept.
+    case stream
+    /// Written to `file`. With a `resume` point and a matching validator the download
+    /// continues after the bytes already in the file (`Range` + `If-Range`); when the
+    /// resource changed, the file is truncated and filled with the new version.
+    case file(URL, resume: ResumePoint?)
+}
+
+/// Where an interrupted download stopped, and the validator of what it was fetching.
+public struct ResumePoint: Sendable, Hashable, Codable {
+    /// Bytes already in the file.
+    public var offset: Int64
+    /// A strong ETag, else a Last-Modified date: sent as `If-Range`.
+    public var validator: String
+
+    public init(offset: Int64, validator: String) {
+        self.offset = offset
+        self.validator = validator
+    }
+}
+
+/// How an upload uses the IETF resumable-upload protocol.
+public enum ResumableUploadMode: Sendable, Hashable {
+    /// Ask the server (one `OPTIONS`) for bodies of 1 MiB or more whose length is known
+    /// and that can be read again; fall back to a plain upload when it does not speak it.
+    case automatic
+    /// Never: a plain request.
+    case disabled
+}
+
+/// Answers from the app about a transfer in progress. Every method has a default.
+///
+/// The engine calls these in order for one transfer; the progress calls are cheap and
+/// synchronous (coalesced to a few per second, the last one always carrying the totals).
+public protocol TransferObserver: Sendable {
+    /// The final response head (after redirects). Return false to cancel the transfer.
+    func transferDidReceive(response: Response) async -> Bool
+    /// A redirect is about to be followed; return the request to send, or nil to stop and
+    /// deliver the redirect response itself.
+    func transferWillRedirect(response: Response, to request: Request) async -> Request?
+    /// A chunk of the response body (for `.memory` and `.stream` destinations).
+    func transferDidReceive(data: Data) async
+    /// Upload progress.
+    func transferDidSend(bytes: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64)
+    /// Download progress; `totalBytesWritten` counts bytes kept from an earlier attempt.
+    func transferDidWrite(bytes: Int64, totalBytesWritten: Int64, totalBytesExpectedToWrite: Int64)
+    /// The body was (re)started from `offset`; resumed uploads and downloads say where.
+    func transferDidResume(atOffset offset: Int64, expectedTotal: Int64)
+    /// A retry is scheduled after `delay` because of `reason`.
+    func transferWillRetry(after delay: Duration, reason: String)
+}
+
+extension TransferObserver {
+    public func transferDidReceive(response: Response) async -> Bool { true }
+    public func transferWillRedirect(response: Response, to request: Request) async -> Request? { request }
+    public func transferDidReceive(data: Data) async {}
+    public func transferDidSend(bytes: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64) {}
+    public func transferDidWrite(bytes: Int64, totalBytesWritten: Int64, totalBytesExpectedToWrite: Int64) {}
+    public func transferDidResume(atOffset offset: Int64, expectedTotal: Int64) {}
+    public func transferWillRetry(after delay: Duration, reason: String) {}
+}
+
+/// An observer that wants nothing.
+public struct NoObserver: TransferObserver {
+    public init() {}
+}
+
+/// What a finished transfer produced.
+public struct TransferResult: Sendable {
+    public var response: Response
+    /// The body, for `.memory` destinations.
+    public var body: Data?
+    /// Bytes of the body now in the destination (file size for downloads).
+    public var bytesReceived: Int64
+    public var bytesSent: Int64
+    /// The validator of the downloaded representation, usable as a ``ResumePoint``.
+    public var validator: String?
+    /// How many requests were sent in all (redirects, retries, resumable-upload steps).
+    public var requestCount: Int
+}

@@ -1,0 +1,171 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+
+extension TransferEngine {
+    /// One attempt: redirects followed, the final response's body delivered.
+    func attempt(
+        _ state: inout AttemptState,
+        observer: any TransferObserver,
+        progress: TransferProgress,
+        isLastAttempt: Bool
+    ) async throws -> TransferResult {
+        var hops = 0
+        while true {
+            let request = state.request
+            let host = request.url.host ?? ""
+            if let upload = state.transfer.upload, state.transfer.resumableUpload == .automatic,
+                try await shouldUseResumableUpload(upload, request: request, state: &state)
+            {
+                return try await resumableUpload(upload, state: &state, observer: observer, progress: progress)
+            }
+            let step: Step = try await limiter.withSlot(host: host) {
+                try await self.send(request, state: &state, hops: hops, observer: observer, progress: progress, isLastAttempt: isLastAttempt)
+            }
+            switch step {
+            case .done(let result):
+                return result
+            case .redirect(let next):
+                hops += 1
+                state.request = next
+            }
+        }
+    }
+
+    enum Step {
+        case done(TransferResult)
+        case redirect(Request)
+    }
+
+    /// Sends `request` once (holding a host slot) and handles what comes back.
+    private func send(
+        _ request: Request,
+        state: inout AttemptState,
+        hops: Int,
+        observer: any TransferObserver,
+        progress: TransferProgress,
+        isLastAttempt: Bool
+    ) async throws -> Step {
+        progress.touch()
+        var outgoing = try makeClientRequest(request, upload: state.transfer.upload, progress: progress)
+        var resumeOffset: Int64 = 0
+        var output: OutputFile?
+        if case .file(let url, _) = state.transfer.destination {
+            let file = try OutputFile(url: url)
+            output = file
+            if let validator = state.validator, file.size > 0 {
+                resumeOffset = file.size
+                outgoing.headers.replaceOrAdd(name: "Range", value: "bytes=\(resumeOffset)-")
+                outgoing.headers.replaceOrAdd(name: "If-Range", value: validator)
+            }
+        }
+        defer { output?.close() }
+
+        state.requestCount += 1
+        if state.transfer.upload != nil { state.canRepeat = state.canRepeat && RetryPolicy.isIdempotent(request.method) }
+        logger.debug("request", metadata: ["method": "\(request.method)", "url": "\(request.url.redactedForLogs)"])
+        let clientResponse = try await client.execute(outgoing, deadline: .distantFuture, logger: logger)
+        progress.touch()
+        if let upload = state.transfer.upload {
+            // The body has left: report the final upload totals once.
+            let length = (try? upload.length()) ?? -1
+            if length >= 0 { progress.didSend(0, final: true) }
+        }
+        let response = Response(clientResponse, url: request.url)
+
+        // Asked to continue a download but the range no longer fits: fetch it whole.
+        if response.statusCode == 416, resumeOffset > 0, let output {
+            _ = try? await clientResponse.body.collect(upTo: 1 << 20)
+            try output.truncate(to: 0)
+            state.validator = nil
+            return .redirect(request)
+        }
+
+        // Redirects: drain the small body, ask the observer, follow.
+        if [301, 302, 303, 307, 308].contains(response.statusCode), let location = response.headers["Location"],
+            let target = URL(string: location, relativeTo: request.url)?.absoluteURL
+        {
+            let next = redirected(request, to: target, status: response.statusCode, hasStreamBody: state.transfer.upload?.isSeekable == false)
+            if let next {
+                guard hops < configuration.maximumRedirects else {
+                    throw FerryError(.httpTooManyRedirects, "more than \(configuration.maximumRedirects) redirects", url: request.url)
+                }
+                if let approved = await observer.transferWillRedirect(response: response, to: next) {
+                    _ = try? await clientResponse.body.collect(upTo: 1 << 20)
+                    return .redirect(approved)
+                }
+            }
+        }
+
+        // Try again later, when the policy says so and the server said when.
+        if state.transfer.retry.retryableStatuses.contains(response.statusCode), !isLastAttempt, state.canRepeat {
+            let retryAfter = RetryPolicy.parseRetryAfter(response.headers["Retry-After"])
+            if retryAfter.map({ $0 <= state.transfer.retry.maximumRetryAfter }) ?? true {
+                _ = try? await clientResponse.body.collect(upTo: 1 << 20)
+                throw RetryLater(
+                    delay: retryAfter,
+                    reason: "HTTP \(response.statusCode)" + (retryAfter.map { ", Retry-After \($0)" } ?? ""),
+                    error: FerryError(.unknown, "HTTP \(response.statusCode)", url: request.url))
+            }
+        }
+
+        guard await observer.transferDidReceive(response: response) else {
+            throw FerryError(.cancelledByDelegate, "the delegate cancelled the task on its response", url: request.url)
+        }
+        return .done(try await receiveBody(clientResponse, response: response, output: output, resumeOffset: resumeOffset, state: &state, observer: observer, progress: progress))
+    }
+
+    /// Builds AsyncHTTPClient's request from ours: headers, and the body as a lazy stream.
+    func makeClientRequest(_ request: Request, upload: UploadBody?, from offset: Int64 = 0, progress: TransferProgress) throws -> HTTPClientRequest {
+        var outgoing = HTTPClientRequest(url: request.url.absoluteString)
+        outgoing.method = HTTPMethod(rawValue: request.method.uppercased())
+        for field in request.headers { outgoing.headers.add(name: field.name, value: field.value) }
+        if let upload {
+            let length = try upload.length()
+            let remaining = length.map { $0 - offset }
+            progress.startSending(from: offset, expected: length ?? -1)
+            let chunks = try upload.chunks(from: offset) { count in progress.didSend(count) }
+            outgoing.body = .stream(chunks, length: remaining.map { .known($0) } ?? .unknown)
+        } else if let body = request.body {
+            progress.startSending(from: 0, expected: Int64(body.count))
+            let chunks = try UploadBody.data(body).chunks(from: 0) { count in progress.didSend(count) }
+            outgoing.body = .stream(chunks, length: .known(Int64(body.count)))
+        }
+        return outgoing
+    }
+
+    /// The request a redirect leads to, as URLSession forms it: 303 (and 301/302 after a
+    /// POST) become a GET without body; credentials stay on the origin they were for.
+    func redirected(_ request: Request, to target: URL, status: Int, hasStreamBody: Bool) -> Request? {
+        guard let scheme = target.scheme?.lowercased(), scheme == "http" || scheme == "https" else { return nil }
+        var next = request
+        next.url = target
+        let method = request.method.uppercased()
+        if status == 303 || ((status == 301 || status == 302) && method == "POST") {
+            if method != "HEAD" { next.method = "GET" }
+            next.body = nil
+            next.headers["Content-Type"] = nil
+            next.headers["Content-Length"] = nil
+        } else if hasStreamBody {
+            return nil  // a stream cannot be sent twice
+        }
+        if request.url.host?.lowercased() != target.host?.lowercased() || request.url.port != target.port {
+            next.headers["Authorization"] = nil
+            next.headers["Cookie"] = nil
+        }
+        return next
+    }
+}
+
+extension Response {
+    init(_ response: HTTPClientResponse, url: URL) {
+        var headers = HeaderFields()
+        for (name, value) in response.headers { headers.add(name: name, value: value) }
+        self.init(
+            url: url,
+            statusCode: Int(response.status.code),
+            headers: headers,
+            httpVersion: response.version.major >= 2 ? "HTTP/2" : "HTTP/\(response.version.major).\(response.version.minor)")
+    }
+}

@@ -1,0 +1,174 @@
+import AsyncHTTPClient
+import Foundation
+public import Logging
+import NIOCore
+import NIOPosix
+import NIOSSL
+
+/// Carries out HTTP transfers: one connection pool, per-host limits, time-outs, redirects,
+/// retries, resumed downloads and resumable uploads. It keeps nothing on disk of its own:
+/// it reports, and whoever runs it (an in-process session, ferryd) decides what to keep.
+///
+/// ```swift
+/// let engine = try TransferEngine(configuration: EngineConfiguration())
+/// let result = try await engine.run(
+///     Transfer(request: Request(url: URL(string: "http://127.0.0.1:8080/big.iso")!),
+///              destination: .file(URL(fileURLWithPath: "/tmp/big.iso"), resume: nil)))
+/// print(result.response.statusCode, result.bytesReceived)
+/// try await engine.shutdown()
+/// ```
+public final class TransferEngine: Sendable {
+    public let configuration: EngineConfiguration
+    let client: HTTPClient
+    let limiter: HostLimiter
+    let sleeper: any Sleeper
+    let logger: Logger
+    let resumableSupport = ResumableSupportCache()
+
+    public init(
+        configuration: EngineConfiguration,
+        sleeper: any Sleeper = ContinuousSleeper(),
+        logger: Logger = Logger(label: "ferry.engine")
+    ) throws {
+        self.configuration = configuration
+        self.sleeper = sleeper
+        self.logger = logger
+        self.limiter = HostLimiter(limit: configuration.maximumConnectionsPerHost)
+
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.additionalTrustRoots = configuration.additionalTrustedCertificateFiles.map { .file($0) }
+        var clientConfiguration = HTTPClient.Configuration(
+            tlsConfiguration: tls,
+            redirectConfiguration: .disallow,  // followed here, so a delegate can refuse one
+            timeout: .init(connect: .seconds(Int64(min(configuration.idleTimeout, 60).rounded(.up)))),
+            connectionPool: .init(
+                idleTimeout: .milliseconds(Int64(configuration.connectionIdleTimeout * 1000)),
+                concurrentHTTP1ConnectionsPerHostSoftLimit: configuration.maximumConnectionsPerHost),
+            decompression: .disabled)
+        // A refused connection is an answer; AHC would otherwise retry it until the deadline.
+        clientConfiguration.connectionPool.retryConnectionEstablishment = false
+        clientConfiguration.httpVersion = configuration.allowsHTTP2 ? .automatic : .http1Only
+        self.client = HTTPClient(eventLoopGroupProvider: .shared(MultiThreadedEventLoopGroup.singleton), configuration: clientConfiguration)
+    }
+
+    /// Closes the pool. Transfers still running fail.
+    public func shutdown() async throws {
+        try await client.shutdown()
+    }
+
+    /// Runs `transfer` to its end: the final response and where its body went, or a
+    /// ``FerryError``. Cancel the calling task to cancel the transfer.
+    public func run(_ transfer: Transfer, observer: any TransferObserver = NoObserver()) async throws -> TransferResult {
+        let url = transfer.request.url
+        guard let scheme = url.scheme?.lowercased() else {
+            throw FerryError(.badURL, "the URL has no scheme", url: url)
+        }
+        guard scheme == "http" || scheme == "https" else {
+            throw FerryError(.unsupportedURL, "\(scheme): URLs are not supported; use http or https", url: url)
+        }
+        guard let host = url.host, !host.isEmpty else {
+            throw FerryError(.badURL, "the URL has no host", url: url)
+        }
+        let progress = TransferProgress(observer: observer)
+        let idle = transfer.idleTimeout ?? configuration.idleTimeout
+        let deadline = transfer.resourceTimeout.map { ContinuousClock.now + .milliseconds(Int64($0 * 1000)) }
+        do {
+            return try await withThrowingTaskGroup(of: TransferResult?.self) { group in
+                group.addTask {
+                    try await self.runWithRetries(transfer, observer: observer, progress: progress)
+                }
+                group.addTask {
+                    try await Self.watch(progress: progress, idle: idle, deadline: deadline, url: url)
+                    return nil
+                }
+                while let next = try await group.next() {
+                    if let result = next {
+                        group.cancelAll()
+                        return result
+                    }
+                }
+                throw FerryError(.unknown, "transfer ended without a result", url: url)
+            }
+        } catch {
+            let mapped = FerryError.from(error, url: url)
+            logger.debug("transfer failed", metadata: ["url": "\(url.redactedForLogs)", "error": "\(mapped.shortDescription)"])
+            throw mapped
+        }
+    }
+
+    /// Fails with `timedOut` when nothing moved for `idle`, or at the resource deadline.
+    private static func watch(progress: TransferProgress, idle: TimeInterval, deadline: ContinuousClock.Instant?, url: URL) async throws {
+        let idleLimit = Duration.milliseconds(Int64(idle * 1000))
+        while true {
+            let idleFor = progress.idleFor
+            if idleFor >= idleLimit {
+                throw FerryError(.timedOut, "no data for \(Int(idle)) s (timeoutIntervalForRequest)", url: url)
+            }
+            var wait = idleLimit - idleFor
+            if let deadline {
+                let left = deadline - .now
+                if left <= .zero {
+                    throw FerryError(.timedOut, "the task took longer than timeoutIntervalForResource", url: url)
+                }
+                wait = min(wait, left)
+            }
+            try await Task.sleep(for: wait + .milliseconds(5))
+        }
+    }
+
+    private func runWithRetries(_ transfer: Transfer, observer: any TransferObserver, progress: TransferProgress) async throws -> TransferResult {
+        var attempt = 1
+        var state = AttemptState(transfer: transfer)
+        while true {
+            do {
+                return try await self.attempt(&state, observer: observer, progress: progress, isLastAttempt: attempt >= transfer.retry.maximumAttempts)
+            } catch let retry as RetryLater {
+                guard attempt < transfer.retry.maximumAttempts else { throw retry.error }
+                let delay = retry.delay ?? transfer.retry.delay(afterFailures: attempt)
+                logger.info("retrying", metadata: ["url": "\(transfer.request.url.redactedForLogs)", "after": "\(delay)", "reason": "\(retry.reason)"])
+                observer.transferWillRetry(after: delay, reason: retry.reason)
+                try await sleeper.sleep(for: delay)
+                progress.touch()
+                attempt += 1
+            } catch let error {
+                let mapped = FerryError.from(error, url: state.request.url)
+                guard mapped.isRetryable, attempt < transfer.retry.maximumAttempts, state.canRepeat else { throw mapped }
+                let delay = transfer.retry.delay(afterFailures: attempt)
+                logger.info("retrying", metadata: ["url": "\(transfer.request.url.redactedForLogs)", "after": "\(delay)", "error": "\(mapped.shortDescription)"])
+                observer.transferWillRetry(after: delay, reason: mapped.message)
+                try await sleeper.sleep(for: delay)
+                progress.touch()
+                attempt += 1
+            }
+        }
+    }
+}
+
+/// A response the policy says to try again after (`503` + `Retry-After`).
+struct RetryLater: Error {
+    var delay: Duration?
+    var reason: String
+    var error: FerryError
+}
+
+/// What one transfer has learnt across its attempts.
+struct AttemptState {
+    var transfer: Transfer
+    var request: Request
+    /// Requests sent so far, all attempts together.
+    var requestCount = 0
+    /// The validator of the representation the download file holds.
+    var validator: String?
+    /// A resumable upload's resource and protocol version, once created.
+    var uploadResource: ResumableUploadResource?
+    /// False when repeating could do harm (a POST whose body left) or cannot work (a stream).
+    var canRepeat: Bool
+
+    init(transfer: Transfer) {
+        self.transfer = transfer
+        self.request = transfer.request
+        let repeatableBody = transfer.upload?.isSeekable ?? true
+        self.canRepeat = repeatableBody && RetryPolicy.isIdempotent(transfer.request.method)
+        if case .file(_, let resume?) = transfer.destination { validator = resume.validator }
+    }
+}
