@@ -1,0 +1,106 @@
+// The routes of TestHTTPServer. Query parameters combine.
+//
+// | route | answer |
+// |---|---|
+// | `GET/HEAD /bytes/<n>?seed=S` | n bytes of `TestContent` (see `TestHTTPServer+Bytes.swift` for options) |
+// | `GET /status/<code>?retryAfter=S` | that status, small body, optional `Retry-After` |
+// | `GET /flaky/<key>?failures=K&status=503&retryAfter=S&then=/bytes/100` | K failures, then `then` |
+// | `GET /redirect/<n>?to=/bytes/10` | 302 chain of n hops ending at `to` |
+// | `GET /redirect-loop` | 302 to itself forever |
+// | `GET /redirect-absolute?to=URL` | 302 to an absolute URL |
+// | `GET /delay/<ms>` | waits, then 200 `ok` |
+// | `GET /slow-headers/<ms>` | waits before sending any header, then 200 `ok` |
+// | `PUT/POST /upload…?dropAfter=N&status=CODE` | reads the body streaming; 200 JSON summary |
+// | `GET /headers` | JSON object of the request headers, names lower-cased |
+// | `GET /close-immediately` | closes with no response |
+// | `GET /garbage` | writes non-HTTP bytes, then closes |
+import NIOCore
+import NIOHTTP1
+
+extension TestHTTPServer {
+    func route(_ ex: Exchange, _ out: Responder, depth: Int) async throws -> Outcome {
+        let parts = ex.target.components
+        let method = ex.head.method
+        switch parts.first ?? "" {
+        case "bytes" where method == .GET || method == .HEAD:
+            guard parts.count == 2, let n = Int(parts[1]), n >= 0 else { return try await notFound(out) }
+            return try await serveBytes(count: n, ex, out)
+        case "status":
+            guard parts.count == 2, let code = Int(parts[1]), (200...599).contains(code) else {
+                return try await notFound(out)
+            }
+            var extra: [(String, String)] = []
+            if let s = ex.target.query["retryAfter"] { extra.append(("retry-after", s)) }
+            try await out.simple(.init(statusCode: code), "status \(code)\n", extra)
+            return .keepAlive
+        case "flaky":
+            guard parts.count == 2 else { return try await notFound(out) }
+            let failures = ex.target.int("failures") ?? 1
+            let seen = state.withLock { s -> Int in
+                s.flaky[parts[1], default: 0] += 1
+                return s.flaky[parts[1]]!
+            }
+            if seen <= failures {
+                let code = ex.target.int("status") ?? 503
+                var extra: [(String, String)] = []
+                if let s = ex.target.query["retryAfter"] { extra.append(("retry-after", s)) }
+                try await out.simple(.init(statusCode: code), "failure \(seen) of \(failures)\n", extra)
+                return .keepAlive
+            }
+            var next = ex
+            next.target = Target(uri: ex.target.query["then"] ?? "/bytes/100")
+            guard depth < 4 else { return try await notFound(out) }
+            return try await route(next, out, depth: depth + 1)
+        case "redirect":
+            guard parts.count == 2, let n = Int(parts[1]), n >= 0 else { return try await notFound(out) }
+            let to = ex.target.query["to"] ?? "/bytes/10"
+            let location = n <= 1 ? to : "/redirect/\(n - 1)?to=\(Target.encode(to))"
+            try await out.simple(.found, "redirect\n", [("location", location)])
+            return .keepAlive
+        case "redirect-loop":
+            try await out.simple(.found, "loop\n", [("location", ex.target.path)])
+            return .keepAlive
+        case "redirect-absolute":
+            let to = ex.target.query["to"] ?? baseURL + "/bytes/10"
+            try await out.simple(.found, "redirect\n", [("location", to)])
+            return .keepAlive
+        case "delay", "slow-headers":
+            guard parts.count == 2, let ms = Int(parts[1]), ms >= 0 else { return try await notFound(out) }
+            try await Task.sleep(for: .milliseconds(ms))
+            try await out.simple(.ok, "ok")
+            return .keepAlive
+        case let first where first.hasPrefix("upload") && (method == .PUT || method == .POST):
+            let code = ex.target.int("status") ?? 200
+            let contentType = ex.head.headers.first(name: "content-type") ?? ""
+            let json =
+                "{\"bytes\":\(ex.bodyLength),\"sha256\":\"\(ex.bodySHA256)\",\"method\":\(jsonString(method.rawValue)),"
+                + "\"contentType\":\(jsonString(contentType))}"
+            try await out.simple(.init(statusCode: code), json, contentType: "application/json")
+            return .keepAlive
+        case "headers":
+            var merged: [(String, String)] = []
+            for (name, value) in ex.head.headers.map({ ($0.name.lowercased(), $0.value) }) {
+                if let i = merged.firstIndex(where: { $0.0 == name }) {
+                    merged[i].1 += ", " + value
+                } else {
+                    merged.append((name, value))
+                }
+            }
+            let json = "{" + merged.map { jsonString($0.0) + ":" + jsonString($0.1) }.joined(separator: ",") + "}"
+            try await out.simple(.ok, json, contentType: "application/json")
+            return .keepAlive
+        case "close-immediately":
+            return .close
+        case "garbage":
+            try await out.raw(Array("SPLAT \u{0}\u{1}\u{2} this is not HTTP at all\r\n\r\n\u{7f}\u{3}".utf8))
+            return .close
+        default:
+            return try await notFound(out)
+        }
+    }
+
+    private func notFound(_ out: Responder) async throws -> Outcome {
+        try await out.simple(.notFound, "not found\n")
+        return .keepAlive
+    }
+}

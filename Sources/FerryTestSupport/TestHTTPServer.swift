@@ -1,0 +1,174 @@
+// A scriptable, misbehaving HTTP/1.1 server on loopback for tests and benchmarks.
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Synchronization
+
+/// A scriptable HTTP/1.1 server on `127.0.0.1`, port chosen by the system.
+///
+/// Each route misbehaves on request: drop the connection at byte N, stall, drip, answer 503
+/// with `Retry-After`, redirect in a loop, lie about `Content-Length`, and so on. It records
+/// every request and counts connections. See `TestHTTPServer+Routes.swift` for the routes.
+///
+/// ```swift
+/// let server = try await TestHTTPServer.start()
+/// defer { Task { try? await server.shutdown() } }
+/// let url = server.baseURL + "/bytes/1000000?seed=3&dropAfter=500000"
+/// // … run the client against `url` …
+/// #expect(server.requests.count == 2)
+/// #expect(server.requests[1].header("range") == "bytes=500000-")
+/// try await server.shutdown()
+/// ```
+public final class TestHTTPServer: Sendable {
+    struct State {
+        var current = 0
+        var maxConcurrent = 0
+        var total = 0
+        var requests: [RecordedRequest] = []
+        var flaky: [String: Int] = [:]
+        var channels: [ObjectIdentifier: any Channel] = [:]
+        var digests: [String: [UInt8]] = [:]
+        var nextID = 0
+    }
+
+    typealias Connection = NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>
+
+    let state = Mutex(State())
+    let serverChannel: NIOAsyncChannel<Connection, Never>
+    private let acceptTask: Mutex<Task<Void, Never>?> = Mutex(nil)
+
+    /// The TCP port the server listens on.
+    public let port: Int
+
+    /// `http://127.0.0.1:PORT`, with no trailing slash.
+    public var baseURL: String { "http://127.0.0.1:\(port)" }
+
+    private init(serverChannel: NIOAsyncChannel<Connection, Never>, port: Int) {
+        self.serverChannel = serverChannel
+        self.port = port
+    }
+
+    /// Starts a server on `127.0.0.1`; `port` 0 lets the system choose.
+    ///
+    /// ```swift
+    /// let server = try await TestHTTPServer.start()
+    /// print(server.baseURL) // http://127.0.0.1:40123
+    /// ```
+    public static func start(port: Int = 0) async throws -> TestHTTPServer {
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.backlog, value: 256)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .bind(host: "127.0.0.1", port: port) { child in
+                child.eventLoop.makeCompletedFuture {
+                    try child.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                    return try Connection(wrappingChannelSynchronously: child)
+                }
+            }
+        guard let bound = channel.channel.localAddress?.port else {
+            throw TestServerError("the listening socket has no port")
+        }
+        let server = TestHTTPServer(serverChannel: channel, port: bound)
+        let task = Task { await server.acceptLoop() }
+        server.acceptTask.withLock { $0 = task }
+        return server
+    }
+
+    /// Stops listening, closes every open connection and waits for their handlers to end.
+    public func shutdown() async throws {
+        let open = state.withLock { Array($0.channels.values) }
+        serverChannel.channel.close(promise: nil)
+        for channel in open { channel.close(promise: nil) }
+        let task = acceptTask.withLock { t -> Task<Void, Never>? in defer { t = nil }; return t }
+        task?.cancel()
+        await task?.value
+    }
+
+    // MARK: Statistics
+
+    /// The largest number of connections that were open at the same time.
+    public var maxConcurrentConnections: Int { state.withLock { $0.maxConcurrent } }
+    /// Connections accepted since start or the last `resetStatistics()`.
+    public var totalConnections: Int { state.withLock { $0.total } }
+    /// Connections open now.
+    public var currentConnections: Int { state.withLock { $0.current } }
+    /// Every request received since start or the last `resetStatistics()`, in arrival order.
+    public var requests: [RecordedRequest] { state.withLock { $0.requests } }
+
+    /// Clears the request log and connection counts (open connections still count as current)
+    /// and the `/flaky` counters.
+    public func resetStatistics() {
+        state.withLock {
+            $0.requests = []
+            $0.total = 0
+            $0.maxConcurrent = $0.current
+            $0.flaky = [:]
+        }
+    }
+
+    // MARK: Connections
+
+    private func acceptLoop() async {
+        do {
+            try await serverChannel.executeThenClose { inbound in
+                try await withThrowingDiscardingTaskGroup { group in
+                    for try await connection in inbound {
+                        let number = self.opened(connection.channel)
+                        group.addTask {
+                            do {
+                                try await self.serve(connection, number: number)
+                            } catch {
+                                connection.channel.close(promise: nil)
+                            }
+                            self.closed(connection.channel)
+                        }
+                    }
+                }
+            }
+        } catch {
+            // The listener was closed or the task cancelled: nothing more to accept.
+        }
+    }
+
+    private func opened(_ channel: any Channel) -> Int {
+        state.withLock {
+            $0.current += 1
+            $0.total += 1
+            $0.maxConcurrent = max($0.maxConcurrent, $0.current)
+            $0.channels[ObjectIdentifier(channel)] = channel
+            return $0.total
+        }
+    }
+
+    private func closed(_ channel: any Channel) {
+        state.withLock {
+            if $0.channels.removeValue(forKey: ObjectIdentifier(channel)) != nil { $0.current -= 1 }
+        }
+    }
+
+    func record(_ request: RecordedRequest) -> Int {
+        state.withLock {
+            var request = request
+            $0.nextID += 1
+            request.id = $0.nextID
+            $0.requests.append(request)
+            return request.id
+        }
+    }
+
+    func updateRecord(_ id: Int, bodyLength: Int, sha256: String) {
+        state.withLock {
+            // Search from the end: the record is recent, and may be gone after a reset.
+            guard let i = $0.requests.lastIndex(where: { $0.id == id }) else { return }
+            $0.requests[i].bodyLength = bodyLength
+            $0.requests[i].bodySHA256 = sha256
+        }
+    }
+}
+
+/// A failure of a test server's own setup, with a message naming the remedy.
+public struct TestServerError: Error, CustomStringConvertible {
+    /// What went wrong and what to do.
+    public var description: String
+    init(_ description: String) { self.description = description }
+}
