@@ -41,9 +41,10 @@ do {
     let server = try await TestHTTPServer.start(port: port)
     print(server.baseURL)
     fflush(nil)
-    if resumable && false {
-        // resumable server: TODO
-
+    if resumable {
+        let upload = try await ResumableUploadServer.start(port: resumablePort)
+        print(upload.baseURL)
+        fflush(nil)
     }
     // Run until a signal ends the process; a bounded sleep loop keeps the server alive.
     while true { try await Task.sleep(for: .seconds(3600)) }
