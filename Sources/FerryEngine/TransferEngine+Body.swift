@@ -47,7 +47,10 @@ extension TransferEngine {
 
         var kept = ByteBuffer()
         var received: Int64 = 0
-        let declared = response.expectedContentLength
+        // HEAD, 204 and 304 carry no body whatever Content-Length says (RFC 9110 §8.6).
+        let bodiless = state.request.method.uppercased() == "HEAD" || response.statusCode == 204 || response.statusCode == 304
+            || (100..<200).contains(response.statusCode)
+        let declared = bodiless ? -1 : response.expectedContentLength
         do {
             for try await chunk in clientResponse.body {
                 received += Int64(chunk.readableBytes)
@@ -86,8 +89,6 @@ extension TransferEngine {
             if startOffset > 0, let output {
                 try output.sync()
                 digests = try StreamingDigest.ofFile(output.url, algorithms: wholeAlgorithms)
-            } else if case .memory = state.transfer.destination {
-                digests = wholeDigest.finalize()
             }
             do {
                 try StreamingDigest.verify(check.wholeFile, against: digests, url: url)

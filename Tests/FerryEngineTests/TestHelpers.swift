@@ -1,0 +1,113 @@
+import Crypto
+import FerryEngine
+import FerryTestSupport
+import Foundation
+import Testing
+
+/// A fresh directory per test, removed by the caller's `defer`.
+func makeTemporaryDirectory() throws -> URL {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-test-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    return url
+}
+
+func sha256Hex(ofFile url: URL) throws -> String {
+    var hasher = SHA256()
+    let handle = try FileHandle(forReadingFrom: url)
+    defer { try? handle.close() }
+    while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty { hasher.update(data: chunk) }
+    return hasher.finalize().map { String(format: "%02x", $0) }.joined()
+}
+
+func sha256Hex(_ data: Data) -> String {
+    SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
+}
+
+/// Runs `body` with a started TestHTTPServer and an engine, shutting both down after.
+func withServerAndEngine<T>(
+    configure: (inout EngineConfiguration) -> Void = { _ in },
+    sleeper: any Sleeper = ContinuousSleeper(),
+    _ body: (TestHTTPServer, TransferEngine) async throws -> T
+) async throws -> T {
+    let server = try await TestHTTPServer.start()
+    var configuration = EngineConfiguration()
+    configure(&configuration)
+    let engine = try TransferEngine(configuration: configuration, sleeper: sleeper)
+    do {
+        let value = try await body(server, engine)
+        try await engine.shutdown()
+        try await server.shutdown()
+        return value
+    } catch {
+        try? await engine.shutdown()
+        try? await server.shutdown()
+        throw error
+    }
+}
+
+func url(_ server: TestHTTPServer, _ path: String) -> URL {
+    URL(string: server.baseURL + path)!
+}
+
+/// Records what the engine reports, for asserting order and totals.
+final class RecordingObserver: TransferObserver, @unchecked Sendable {
+    private let lock = NSLock()
+    private var _events: [String] = []
+    private var _written: [(Int64, Int64, Int64)] = []
+    private var _sent: [(Int64, Int64, Int64)] = []
+    private var _resumedAt: [Int64] = []
+    var refuseRedirects = false
+
+    var events: [String] { lock.withLock { _events } }
+    var written: [(Int64, Int64, Int64)] { lock.withLock { _written } }
+    var sent: [(Int64, Int64, Int64)] { lock.withLock { _sent } }
+    var resumedAt: [Int64] { lock.withLock { _resumedAt } }
+
+    func transferDidReceive(response: Response) async -> Bool {
+        lock.withLock { _events.append("response \(response.statusCode)") }
+        return true
+    }
+    func transferWillRedirect(response: Response, to request: Request) async -> Request? {
+        lock.withLock { _events.append("redirect \(request.url.path)") }
+        return refuseRedirects ? nil : request
+    }
+    func transferDidSend(bytes: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64) {
+        lock.withLock { _sent.append((bytes, totalBytesSent, totalBytesExpectedToSend)) }
+    }
+    func transferDidWrite(bytes: Int64, totalBytesWritten: Int64, totalBytesExpectedToWrite: Int64) {
+        lock.withLock { _written.append((bytes, totalBytesWritten, totalBytesExpectedToWrite)) }
+    }
+    func transferDidResume(atOffset offset: Int64, expectedTotal: Int64) {
+        lock.withLock { _resumedAt.append(offset) }
+    }
+    func transferWillRetry(after delay: Duration, reason: String) {
+        lock.withLock { _events.append("retry \(reason)") }
+    }
+}
+
+/// Remembers the waits the engine asks for, and waits them for real.
+final class RecordingSleeper: Sleeper, @unchecked Sendable {
+    private let lock = NSLock()
+    private var _requested: [Duration] = []
+    var requested: [Duration] { lock.withLock { _requested } }
+    func sleep(for duration: Duration) async throws {
+        lock.withLock { _requested.append(duration) }
+        try await Task.sleep(for: duration)
+    }
+}
+
+/// Expects `body` to throw a FerryError with `code`; returns it.
+@discardableResult
+func expectFerryError<T>(_ code: FerryError.Code, _ body: () async throws -> T, sourceLocation: SourceLocation = #_sourceLocation) async -> FerryError? {
+    do {
+        _ = try await body()
+        Issue.record("expected \(code), got success", sourceLocation: sourceLocation)
+        return nil
+    } catch let error as FerryError {
+        #expect(error.code == code, "\(error)", sourceLocation: sourceLocation)
+        return error
+    } catch {
+        Issue.record("expected FerryError \(code), got \(error)", sourceLocation: sourceLocation)
+        return nil
+    }
+}
