@@ -1,0 +1,114 @@
+import ArgumentParser
+import Ferry
+import Foundation
+
+/// Checks shared by the subcommands' `validate()`.
+enum Check {
+    /// An absolute http(s) URL with a host, or a `ValidationError` that explains.
+    static func url(_ text: String, what: String = "URL") throws -> URL {
+        let shown = Redact.url(text)
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased() else {
+            throw ValidationError("'\(shown)' is not a valid \(what): expected http://host/path or https://host/path")
+        }
+        guard scheme == "http" || scheme == "https" else {
+            throw ValidationError("'\(shown)' is not a valid \(what): the scheme must be http or https, not \(scheme)")
+        }
+        guard let host = url.host, !host.isEmpty else {
+            throw ValidationError("'\(shown)' is not a valid \(what): it has no host")
+        }
+        return url
+    }
+
+    /// `Name: value` lines as header fields. Values are never echoed back.
+    static func headers(_ lines: [String]) throws -> HeaderFields {
+        var fields = HeaderFields()
+        let token = CharacterSet(charactersIn: "!#$%&'*+-.^_`|~").union(.alphanumerics)
+        for line in lines {
+            guard let colon = line.firstIndex(of: ":") else {
+                throw ValidationError("header '\(line.prefix(40))' must look like 'Name: value'")
+            }
+            let name = line[..<colon].trimmingCharacters(in: .whitespaces)
+            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            guard !name.isEmpty, name.unicodeScalars.allSatisfy({ token.contains($0) && $0.isASCII }) else {
+                throw ValidationError("header name '\(name.prefix(40))' is not a valid HTTP field name")
+            }
+            guard !value.contains("\r"), !value.contains("\n") else {
+                throw ValidationError("the value of header '\(name)' contains a line break")
+            }
+            fields.add(name: name, value: value)
+        }
+        return fields
+    }
+
+    static func sha256(_ hex: String) throws -> String {
+        let lower = hex.lowercased()
+        guard lower.count == 64, lower.allSatisfy({ $0.isHexDigit }) else {
+            throw ValidationError("--sha256 must be 64 hexadecimal digits (got \(hex.count) characters)")
+        }
+        return lower
+    }
+
+    /// The file name a URL suggests: its last path component, or `index.html`.
+    static func defaultFileName(for url: URL) -> String {
+        let last = url.lastPathComponent
+        if last.isEmpty || last == "/" || last == "." || last == ".." { return "index.html" }
+        return last
+    }
+}
+
+/// Options every transfer takes.
+struct TransferOptions: ParsableArguments {
+    @Option(name: [.customShort("H"), .customLong("header")], help: ArgumentHelp("Add a request header (repeatable).", valueName: "Name: value"))
+    var headers: [String] = []
+
+    @Option(help: ArgumentHelp("Fail when no byte moves for this many seconds.", valueName: "seconds"))
+    var timeout: Double = 60
+
+    @Option(name: .customLong("max-time"), help: ArgumentHelp("Fail when the whole transfer takes longer.", valueName: "seconds"))
+    var maxTime: Double?
+
+    @Option(help: "Retry lost connections, time-outs and 429/503 up to N times (downloads continue where they stopped).")
+    var retries: Int = 0
+
+    @Flag(help: "Print one JSON object on standard output at the end (also on failure).")
+    var json = false
+
+    @Flag(name: [.short, .long], help: "No progress bar and no notes; errors are still printed.")
+    var quiet = false
+
+    func validate() throws {
+        _ = try Check.headers(headers)
+        guard timeout > 0, timeout <= 86_400 else { throw ValidationError("--timeout must be between 0 and 86400 seconds") }
+        if let maxTime, maxTime <= 0 { throw ValidationError("--max-time must be positive") }
+        guard (0...100).contains(retries) else { throw ValidationError("--retries must be between 0 and 100") }
+    }
+
+    var retryPolicy: RetryPolicy {
+        retries == 0 ? .none : RetryPolicy(maximumAttempts: retries + 1, initialDelay: .milliseconds(500), maximumDelay: .seconds(10))
+    }
+
+    func engineConfiguration(connections: Int = 6) -> EngineConfiguration {
+        var configuration = EngineConfiguration()
+        configuration.idleTimeout = timeout
+        configuration.maximumConnectionsPerHost = connections
+        return configuration
+    }
+
+    /// Notes for the user (suppressed by --quiet).
+    func note(_ text: String) {
+        if !quiet { Console.error("ferry: \(text)") }
+    }
+}
+
+/// Runs `body` with an engine and always shuts the engine down afterwards.
+func withEngine<T: Sendable>(_ configuration: EngineConfiguration, _ body: (TransferEngine) async throws -> T) async throws -> T {
+    let engine = try TransferEngine(configuration: configuration)
+    do {
+        let value = try await body(engine)
+        try? await engine.shutdown()
+        return value
+    } catch {
+        try? await engine.shutdown()
+        throw error
+    }
+}

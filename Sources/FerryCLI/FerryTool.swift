@@ -1,0 +1,56 @@
+import ArgumentParser
+import Foundation
+
+/// `ferry`: downloads and uploads over HTTP with Ferry, from the shell.
+@main
+struct FerryTool: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ferry",
+        abstract: "Download and upload files over HTTP(S) with Ferry.",
+        discussion: """
+            Progress goes to standard error (a bar on a terminal, plain lines otherwise);
+            results go to standard output. Messages never show a URL's query string or a
+            header's value.
+
+            Exit codes (numbers follow curl's where curl has one):
+              0   success
+              1   any other failure
+              2   bad usage: unknown option, bad URL, bad header, bad --sha256
+              6   the host name did not resolve
+              7   could not connect (connection refused, unreachable)
+              8   the server's answer is not valid HTTP
+              18  the connection broke before the transfer was complete
+              22  the server answered with an HTTP status of 400 or more
+              23  the output file cannot be written
+              26  the input file is missing or cannot be read
+              28  timed out (--timeout, --max-time)
+              35  TLS failed
+              47  too many redirects
+              60  the server's certificate is not trusted
+              63  a response body was larger than allowed
+              65  integrity check failed (--sha256, or the server's Repr-Digest)
+              130 interrupted (Ctrl-C); `ferry get --continue` picks the download up
+            """,
+        version: "0.1.0",
+        subcommands: [Get.self, Put.self]
+    )
+
+    /// As `AsyncParsableCommand.main()`, except that usage errors (including `validate()`
+    /// failures such as a bad URL) exit with 2, the Unix convention, rather than 64.
+    static func main() async {
+        do {
+            var command = try await asyncParseAsRoot(nil)
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            if exitCode(for: error) == .validationFailure {
+                Console.error(fullMessage(for: error))
+                Foundation.exit(ExitStatus.usage)
+            }
+            exit(withError: error)
+        }
+    }
+}

@@ -1,0 +1,104 @@
+// Runs the built `ferry` executable as a child process, the way a user or a script does.
+import Crypto
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What one run of `ferry` did.
+struct FerryRun {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+    var timedOut: Bool
+
+    /// Standard output parsed as one JSON object.
+    var json: [String: Any]? {
+        guard let data = stdout.data(using: .utf8) else { return nil }
+        return (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
+    }
+}
+
+enum FerryBinary {
+    /// The `ferry` binary: `FERRY_BINARY`, else next to the test bundle in the build products
+    /// directory (the test target depends on FerryCLI, so `swift test` builds it there).
+    static let binary: String? = {
+        if let explicit = ProcessInfo.processInfo.environment["FERRY_BINARY"] { return explicit }
+        let fm = FileManager.default
+        let here = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        let bundle = Bundle.main.bundleURL
+        let candidates = [
+            here.appendingPathComponent("ferry"),
+            bundle.appendingPathComponent("ferry"),
+            bundle.deletingLastPathComponent().appendingPathComponent("ferry"),
+        ]
+        return candidates.first { fm.isExecutableFile(atPath: $0.path) }?.path
+    }()
+
+    /// Starts `ferry args…` with stdout and stderr going to files in `scratch`.
+    static func start(_ args: [String], in scratch: URL) throws -> (Process, URL, URL) {
+        let binary = try #require(binary, "the ferry binary was not built next to the tests")
+        let id = UUID().uuidString.prefix(8)
+        let out = scratch.appendingPathComponent("stdout-\(id)")
+        let err = scratch.appendingPathComponent("stderr-\(id)")
+        FileManager.default.createFile(atPath: out.path, contents: nil)
+        FileManager.default.createFile(atPath: err.path, contents: nil)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = args
+        process.currentDirectoryURL = scratch
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = try FileHandle(forWritingTo: out)
+        process.standardError = try FileHandle(forWritingTo: err)
+        try process.run()
+        return (process, out, err)
+    }
+
+    /// Waits (bounded) for a started process; kills it after `timeout` seconds.
+    static func wait(_ started: (Process, URL, URL), timeout: Double = 60) async throws -> FerryRun {
+        let (process, out, err) = started
+        let polls = Int(timeout * 50)
+        var timedOut = true
+        for _ in 0..<polls {
+            if !process.isRunning {
+                timedOut = false
+                break
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        if timedOut {
+            kill(process.processIdentifier, SIGKILL)
+        }
+        process.waitUntilExit()
+        let stdout = (try? String(contentsOf: out, encoding: .utf8)) ?? ""
+        let stderr = (try? String(contentsOf: err, encoding: .utf8)) ?? ""
+        return FerryRun(status: process.terminationStatus, stdout: stdout, stderr: stderr, timedOut: timedOut)
+    }
+
+    /// Runs `ferry args…` to its end (at most `timeout` seconds).
+    static func run(_ args: [String], in scratch: URL, timeout: Double = 60) async throws -> FerryRun {
+        try await wait(try start(args, in: scratch), timeout: timeout)
+    }
+}
+
+/// A fresh directory for one test's files, removed by `remove()`.
+struct Scratch {
+    let url: URL
+    init() throws {
+        url = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("ferry-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
+    func remove() { try? FileManager.default.removeItem(at: url) }
+}
+
+func sha256Hex(ofFile path: String) throws -> String {
+    let data = try Data(contentsOf: URL(fileURLWithPath: path))
+    return SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
+}
+
+func fileSize(_ path: String) -> Int64? {
+    (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value
+}

@@ -1,0 +1,150 @@
+// `ferry get` against the project's test server: content by SHA-256, resume, Ctrl-C, --many.
+import FerryTestSupport
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@Suite(.serialized) struct GetTests {
+    @Test func downloadMatchesSHA256AndJSONParses() async throws {
+        let server = try await TestHTTPServer.start()
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let count = 3_000_000
+        let expected = TestContent.sha256Hex(count: count, seed: 7)
+        let url = "\(server.baseURL)/bytes/\(count)?seed=7"
+
+        let run = try await FerryBinary.run(["get", url, "-o", scratch.path("a.bin"), "--json", "--sha256", expected], in: scratch.url)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(try sha256Hex(ofFile: scratch.path("a.bin")) == expected)
+        let json = try #require(run.json, "stdout: \(run.stdout)")
+        #expect(json["status"] as? Int == 200)
+        #expect(json["bytes"] as? Int == count)
+        #expect(json["sha256"] as? String == expected)
+        #expect(json["file"] as? String == scratch.path("a.bin"))
+        #expect(json["seconds"] is Double)
+        #expect(json["resumedFrom"] == nil)
+        // The JSON names the URL without its query.
+        #expect(!(json["url"] as? String ?? "").contains("seed=7"))
+
+        // Default file name: the URL's last path component, in the working directory.
+        let plain = try await FerryBinary.run(["get", "\(server.baseURL)/bytes/1000?seed=1", "--quiet"], in: scratch.url)
+        #expect(plain.status == 0, "\(plain.stderr)")
+        #expect(try sha256Hex(ofFile: scratch.path("1000")) == TestContent.sha256Hex(count: 1000, seed: 1))
+        #expect(plain.stderr.isEmpty)
+        try await server.shutdown()
+    }
+
+    @Test func wrongSHA256FailsWithExit65() async throws {
+        let server = try await TestHTTPServer.start()
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let wrong = String(repeating: "ab", count: 32)
+        let run = try await FerryBinary.run(["get", "\(server.baseURL)/bytes/5000?seed=2", "-o", scratch.path("b.bin"), "--sha256", wrong, "--json"], in: scratch.url)
+        #expect(run.status == 65)
+        let error = try #require(run.json?["error"] as? [String: Any], "stdout: \(run.stdout)")
+        #expect(error["code"] as? String == "integrityCheckFailed")
+        #expect((fileSize(scratch.path("b.bin")) ?? 0) == 0)
+        try await server.shutdown()
+    }
+
+    @Test func continueAfterACutAsksForTheRest() async throws {
+        let server = try await TestHTTPServer.start()
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let count = 2_000_000
+        let cut = 700_000
+        let url = "\(server.baseURL)/bytes/\(count)?seed=3&dropAfter=\(cut)"
+        let file = scratch.path("c.bin")
+
+        let first = try await FerryBinary.run(["get", url, "-o", file], in: scratch.url)
+        #expect(first.status == 18, "\(first.stderr)")
+        #expect(first.stderr.contains("--continue"))
+        #expect(fileSize(file) == Int64(cut))
+        let record = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: file + ".ferry-resume"))) as? [String: Any])
+        #expect(record["bytes"] as? Int == cut)
+        #expect(record["url"] as? String == url)
+        #expect(record["validator"] as? String == "\"\(count)-3-0\"")
+
+        let second = try await FerryBinary.run(["get", url, "-o", file, "--continue", "--json"], in: scratch.url)
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(try sha256Hex(ofFile: file) == TestContent.sha256Hex(count: count, seed: 3))
+        #expect(second.json?["resumedFrom"] as? Int == cut)
+        let resumed = try #require(server.requests.last)
+        #expect(resumed.header("range") == "bytes=\(cut)-")
+        #expect(resumed.header("if-range") == "\"\(count)-3-0\"")
+        #expect(!FileManager.default.fileExists(atPath: file + ".ferry-resume"))
+        try await server.shutdown()
+    }
+
+    @Test func continueAfterTheResourceChangedStartsOver() async throws {
+        let server = try await TestHTTPServer.start()
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let count = 1_000_000
+        let url = "\(server.baseURL)/bytes/\(count)?seed=4&dropAfter=300000"
+        let file = scratch.path("d.bin")
+        let first = try await FerryBinary.run(["get", url, "-o", file, "--quiet"], in: scratch.url)
+        #expect(first.status == 18)
+        // The server's representation is now another one: the recorded validator is stale.
+        let sidecar = URL(fileURLWithPath: file + ".ferry-resume")
+        var record = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: sidecar)) as? [String: Any])
+        record["validator"] = "\"an-older-version\""
+        try JSONSerialization.data(withJSONObject: record).write(to: sidecar)
+
+        let second = try await FerryBinary.run(["get", url, "-o", file, "--continue", "--json"], in: scratch.url)
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(try sha256Hex(ofFile: file) == TestContent.sha256Hex(count: count, seed: 4))
+        #expect(second.json?["resumedFrom"] == nil)
+        #expect(server.requests.last?.header("if-range") == "\"an-older-version\"")
+        try await server.shutdown()
+    }
+
+    @Test func ctrlCLeavesWhatContinueNeeds() async throws {
+        let server = try await TestHTTPServer.start()
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let count = 4_000_000
+        let url = "\(server.baseURL)/bytes/\(count)?seed=5&drip=2000000"
+        let file = scratch.path("e.bin")
+        let started = try FerryBinary.start(["get", url, "-o", file], in: scratch.url)
+        // Bounded: wait up to 10 s for the first bytes, then press Ctrl-C.
+        for _ in 0..<500 where (fileSize(file) ?? 0) < 100_000 {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        kill(started.0.processIdentifier, SIGINT)
+        let first = try await FerryBinary.wait(started, timeout: 20)
+        #expect(first.status == 130, "\(first.stderr)")
+        let kept = try #require(fileSize(file))
+        #expect(kept > 0 && kept < Int64(count))
+        #expect(FileManager.default.fileExists(atPath: file + ".ferry-resume"))
+
+        let second = try await FerryBinary.run(["get", url, "-o", file, "-C", "--json"], in: scratch.url)
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(try sha256Hex(ofFile: file) == TestContent.sha256Hex(count: count, seed: 5))
+        #expect((second.json?["resumedFrom"] as? Int).map(Int64.init) == kept)
+        #expect(server.requests.last?.header("range") == "bytes=\(kept)-")
+        try await server.shutdown()
+    }
+
+    @Test func manyDownloadsThroughOneSessionRespectTheConnectionLimit() async throws {
+        let server = try await TestHTTPServer.start()
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let sizes = (0..<40).map { 16_384 + $0 }
+        let list = sizes.map { "\(server.baseURL)/bytes/\($0)?seed=\($0)&drip=400000" }.joined(separator: "\n")
+        try list.write(toFile: scratch.path("list.txt"), atomically: true, encoding: .utf8)
+        let run = try await FerryBinary.run(
+            ["get", "--many", scratch.path("list.txt"), "--dir", scratch.path("out"), "--connections", "3", "--json"], in: scratch.url)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.json?["files"] as? Int == sizes.count)
+        for size in sizes {
+            #expect(try sha256Hex(ofFile: scratch.path("out/\(size)")) == TestContent.sha256Hex(count: size, seed: UInt64(size)))
+        }
+        #expect(server.maxConcurrentConnections <= 3)
+        #expect(server.maxConcurrentConnections >= 2)
+        try await server.shutdown()
+    }
+}
