@@ -1,0 +1,96 @@
+import Foundation
+import GRDB
+import HTTPTypes
+import Hummingbird
+
+/// Credentials a request carries, in any of the forms the tutorials' clients sent them.
+struct Credentials: Sendable {
+    var token: String?
+    var consumerKey: String?
+    var clientID: String?
+
+    /// `Authorization: Bearer <token>`, `Authorization: OAuth oauth_consumer_key="…", oauth_token="…"`
+    /// (Dropbox v1's PLAINTEXT OAuth 1), `Authorization: Client-ID <id>` (Imgur), or `?access_token=`.
+    init(request: Request) {
+        if let header = request.headers[.authorization] {
+            let trimmed = header.trimmingCharacters(in: .whitespaces)
+            if let space = trimmed.firstIndex(of: " ") {
+                let scheme = trimmed[..<space].lowercased()
+                let value = trimmed[space...].trimmingCharacters(in: .whitespaces)
+                switch scheme {
+                case "bearer": token = value
+                case "client-id": clientID = value
+                case "oauth":
+                    for pair in value.split(separator: ",") {
+                        let parts = pair.split(separator: "=", maxSplits: 1)
+                        guard parts.count == 2 else { continue }
+                        let key = parts[0].trimmingCharacters(in: .whitespaces)
+                        let raw = parts[1].trimmingCharacters(in: .whitespaces).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+                        let decoded = raw.removingPercentEncoding ?? raw
+                        if key == "oauth_token" { token = decoded }
+                        if key == "oauth_consumer_key" { consumerKey = decoded }
+                    }
+                default: break
+                }
+            }
+        }
+        if token == nil, let query = request.uri.queryParameters["access_token"] {
+            token = String(query)
+        }
+        if token == nil, let cookie = request.cookies[PageRoutes.cookie] {
+            token = cookie.value
+        }
+    }
+}
+
+extension ServerState {
+    /// The account a files-API request acts for: 401 without a valid token, 403 when the
+    /// request names an app key that is not the account's app.
+    func filesAccount(_ request: Request) async throws -> Account {
+        let credentials = Credentials(request: request)
+        guard let token = credentials.token, !token.isEmpty else {
+            throw APIError(.unauthorized, "Missing access token: send 'Authorization: Bearer <token>'")
+        }
+        guard let account = try await store.pool.read({ db in
+            try Account.filter(Column("access_token") == token).fetchOne(db)
+        }) else {
+            throw APIError.unauthorized
+        }
+        if let key = credentials.consumerKey, key != account.appKey {
+            throw APIError(.forbidden, "This app (oauth_consumer_key) is not allowed to access this account")
+        }
+        return account
+    }
+
+    /// The account an images-API request acts for: `Client-ID` or a bearer token.
+    func imagesAccount(_ request: Request) async throws -> (Account, clientID: String) {
+        let credentials = Credentials(request: request)
+        if let clientID = credentials.clientID {
+            if let account = try await store.pool.read({ db in
+                try Account.filter(Column("client_id") == clientID).fetchOne(db)
+            }) {
+                return (account, clientID)
+            }
+            var error = APIError(.forbidden, "Invalid client_id")
+            error.imgurStyle = true
+            throw error
+        }
+        if let token = credentials.token, let account = try await store.pool.read({ db in
+            try Account.filter(Column("access_token") == token).fetchOne(db)
+        }) {
+            return (account, account.clientId)
+        }
+        var error = APIError(.unauthorized, "Authentication required: send 'Authorization: Client-ID <id>'")
+        error.imgurStyle = true
+        throw error
+    }
+
+    /// Bytes the account stores now (files and images).
+    func usedBytes(_ accountID: Int64) async throws -> Int64 {
+        try await store.pool.read { db in
+            let files = try Int64.fetchOne(db, sql: "SELECT COALESCE(SUM(bytes), 0) FROM entry WHERE account_id = ?", arguments: [accountID]) ?? 0
+            let images = try Int64.fetchOne(db, sql: "SELECT COALESCE(SUM(bytes), 0) FROM image WHERE account_id = ?", arguments: [accountID]) ?? 0
+            return files + images
+        }
+    }
+}

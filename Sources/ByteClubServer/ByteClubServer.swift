@@ -1,0 +1,108 @@
+public import Foundation
+import Hummingbird
+import HummingbirdCore
+public import Logging
+import NIOCore
+public import ServiceLifecycle
+
+/// The server the tutorials talked to: Dropbox-v1-style files, Imgur-style images, request
+/// bins, a web page, resumable uploads and range downloads, on Hummingbird.
+///
+/// Creating it opens (or creates) the data directory and the development account; running it
+/// serves until cancelled or, with `handleSignals`, until SIGTERM/SIGINT (graceful).
+///
+/// ```swift
+/// var configuration = ByteClubConfiguration()
+/// configuration.port = 0
+/// let server = try ByteClubServer(configuration: configuration)
+/// print(server.devAccount.accessToken)
+/// try await server.run { port in print("listening on \(port)") }
+/// ```
+public struct ByteClubServer: Sendable {
+    /// The credentials of the development account.
+    public struct DevAccount: Sendable, Equatable {
+        /// Dropbox-style app key (`oauth_consumer_key`).
+        public var appKey: String
+        /// Dropbox-style app secret.
+        public var appSecret: String
+        /// Bearer token for the files API (and the web page).
+        public var accessToken: String
+        /// `Client-ID` for the images API.
+        public var clientID: String
+        /// Whether this start created the account (first start on this data directory).
+        public var created: Bool
+    }
+
+    /// The configuration the server was made with.
+    public let configuration: ByteClubConfiguration
+    /// The development account's credentials.
+    public let devAccount: DevAccount
+    /// Files a crash had left behind and this start removed (unfinished temp files, orphan blobs).
+    public let cleanedFiles: Int
+    let state: ServerState
+    let logger: Logger
+
+    /// Opens the data directory, migrates the database, cleans what a crash left, and makes sure
+    /// the development account exists.
+    public init(configuration: ByteClubConfiguration, logger: Logger = Logger(label: "byteclub")) throws {
+        self.configuration = configuration
+        self.logger = logger
+        state = try ServerState(configuration: configuration, logger: logger)
+        cleanedFiles = try state.cleanOrphans()
+        let (account, created) = try state.ensureDevAccount()
+        devAccount = DevAccount(appKey: account.appKey, appSecret: account.appSecret, accessToken: account.accessToken,
+                                clientID: account.clientId, created: created)
+        if !Vips.start() { logger.warning("libvips did not start: images get no dimensions or thumbnails") }
+    }
+
+    /// Serves until the task is cancelled, or with `handleSignals` until SIGTERM or SIGINT, after
+    /// which it stops accepting, lets running requests finish, and returns.
+    /// - Parameter onListening: Called once with the bound port (useful with port `0`).
+    public func run(handleSignals: Bool = false, onListening: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+        let application = makeApplication(onListening: onListening)
+        if handleSignals {
+            let group = ServiceGroup(configuration: .init(
+                services: [application], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            try await group.run()
+        } else {
+            try await application.run()
+        }
+    }
+
+    /// The server as a swift-service-lifecycle `Service`, to run in your own `ServiceGroup`.
+    public func makeService(onListening: @escaping @Sendable (Int) async -> Void = { _ in }) -> some Service {
+        makeApplication(onListening: onListening)
+    }
+
+    func makeApplication(onListening: @escaping @Sendable (Int) async -> Void) -> some ApplicationProtocol {
+        let state = self.state
+        let uploads = ResumableUploads(timeoutSeconds: configuration.resumableUploadTimeout)
+        let router = Router(context: ByteClubContext.self)
+        router.add(middleware: RequestLogMiddleware())
+        router.add(middleware: FaultMiddleware(state: state.faults))
+        FilesRoutes(state: state).add(to: router)
+        FileOpsRoutes(state: state).add(to: router)
+        ChunkedUploadRoutes(state: state).add(to: router)
+        ImagesRoutes(state: state).add(to: router)
+        BinsRoutes(state: state).add(to: router)
+        PageRoutes(state: state).add(to: router)
+        let maxHeaderBytes = configuration.maxHeaderBytes
+        let host = configuration.host
+        let logger = self.logger
+        return Application(
+            router: router,
+            server: HTTPServerBuilder { responder in
+                ResumableHTTPChannel(responder: responder, uploads: uploads, maxHeaderBytes: maxHeaderBytes, faults: state.faults)
+            },
+            configuration: .init(address: .hostname(host, port: configuration.port), serverName: "byteclub-server"),
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? 0
+                state.setBound(host: host, port: port)
+                uploads.start(origin: state.baseURL)
+                logger.info("listening", metadata: ["url": "\(state.baseURL)"])
+                await onListening(port)
+            },
+            logger: logger
+        )
+    }
+}

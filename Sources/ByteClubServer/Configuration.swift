@@ -1,0 +1,85 @@
+public import Foundation
+
+/// Everything `byteclub-server` can be told at start: where it listens, where it keeps its data,
+/// its limits, and (for clients' tests) which faults to inject.
+///
+/// The defaults are what `byteclub-server` with no flags uses:
+///
+/// ```swift
+/// var configuration = ByteClubConfiguration()
+/// configuration.port = 0                      // any free port; read it from `ByteClubServer.run(onListening:)`
+/// configuration.dataDirectory = "/tmp/bc-data"
+/// configuration.quotaBytes = 1 << 30
+/// ```
+public struct ByteClubConfiguration: Sendable {
+    /// Address to bind. Only loopback is the default; anything else is the operator's choice.
+    public var host: String = "127.0.0.1"
+    /// TCP port; `0` lets the kernel choose one.
+    public var port: Int = 8080
+    /// Base URL put into links (image `link`, bin URLs). `nil`: `http://host:port` as bound.
+    public var publicURL: String? = nil
+    /// Directory for the SQLite database and the files; created `0700` when missing.
+    public var dataDirectory: String = ByteClubConfiguration.defaultDataDirectory()
+    /// Largest request body accepted anywhere (files_put, chunks, resumable uploads).
+    public var maxBodyBytes: Int64 = 8 << 30
+    /// Largest image accepted by the images API (Imgur's own limit was 20 MB).
+    public var maxImageBytes: Int = 20 << 20
+    /// Largest request head (all header fields together).
+    public var maxHeaderBytes: Int = 64 << 10
+    /// Bytes each account may store (files and images); past it uploads get 507.
+    public var quotaBytes: Int64 = 10 << 30
+    /// Requests per window a `Client-ID` may make to the images API (`X-RateLimit-ClientLimit`).
+    public var clientRateLimit: Int = 12_500
+    /// Requests per window one user (client address) may make (`X-RateLimit-UserLimit`).
+    public var userRateLimit: Int = 500
+    /// Length of the rate-limit window in seconds.
+    public var rateLimitWindow: TimeInterval = 3600
+    /// Largest body a request bin keeps of each request; the rest is counted, not stored.
+    public var binBodyLimit: Int = 64 << 10
+    /// Requests kept per bin, newest first.
+    public var binRequestLimit: Int = 200
+    /// Seconds an interrupted resumable upload waits for its client to come back.
+    public var resumableUploadTimeout: TimeInterval = 3600
+    /// Entries returned by a folder listing before `406` (Dropbox's `file_limit`, default 10,000).
+    public var defaultFileLimit: Int = 10_000
+    /// Faults to inject, for clients' tests. Off (`nil`) unless a flag turns them on.
+    ///
+    /// - warning: Never enable on a server people use: it breaks transfers on purpose.
+    public var faults: FaultInjection? = nil
+    /// Fixed credentials for the development account (tests and scripts); `nil` parts are random.
+    public var devCredentials: DevCredentials = .init()
+
+    /// Creates the default configuration.
+    public init() {}
+
+    /// `$XDG_DATA_HOME/byteclub`, or `~/.local/share/byteclub` when that variable is unset.
+    public static func defaultDataDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        if let xdg = environment["XDG_DATA_HOME"], xdg.hasPrefix("/") {
+            return xdg + "/byteclub"
+        }
+        let home = environment["HOME"] ?? NSHomeDirectory()
+        return home + "/.local/share/byteclub"
+    }
+}
+
+/// Credentials to give the development account the first time it is created.
+///
+/// ```swift
+/// var credentials = DevCredentials()
+/// credentials.accessToken = "test-token"   // the rest stays random
+/// ```
+public struct DevCredentials: Sendable, Equatable {
+    /// Dropbox-style app key (`oauth_consumer_key`).
+    public var appKey: String?
+    /// Access token for the files API (`Authorization: Bearer …`).
+    public var accessToken: String?
+    /// Imgur-style `Client-ID`.
+    public var clientID: String?
+
+    /// Creates credentials; `nil` parts are generated.
+    public init(appKey: String? = nil, accessToken: String? = nil, clientID: String? = nil) {
+        self.appKey = appKey
+        self.accessToken = accessToken
+        self.clientID = clientID
+    }
+}

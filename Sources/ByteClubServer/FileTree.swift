@@ -1,0 +1,185 @@
+import Foundation
+import GRDB
+
+/// How `files_put` and `commit_chunked_upload` treat an existing file at the target path.
+struct WriteMode: Sendable {
+    /// Replace an existing file (Dropbox's default `true`).
+    var overwrite = true
+    /// Replace only if the current file has this `rev`; otherwise it is a conflict.
+    var parentRev: String?
+    /// On conflict, write "name (1).txt" instead of failing (Dropbox v1 always did).
+    var autorename = true
+}
+
+/// The account's tree of entries: every change is one write transaction, so a crash leaves
+/// either the old tree or the new one.
+extension Store {
+    func entry(_ account: Int64, _ path: DropboxPath) async throws -> Entry? {
+        let key = path.lower
+        return try await pool.read { db in
+            try Entry.filter(Entry.Columns.accountId == account && Entry.Columns.pathLower == key).fetchOne(db)
+        }
+    }
+
+    func children(_ account: Int64, _ path: DropboxPath) async throws -> [Entry] {
+        let key = path.lower
+        return try await pool.read { db in
+            try Entry.filter(Entry.Columns.accountId == account && Entry.Columns.parentLower == key)
+                .order(Entry.Columns.pathLower).fetchAll(db)
+        }
+    }
+
+    /// Entries under `path` (not `path` itself) whose names contain every word of `query`.
+    func search(_ account: Int64, under path: DropboxPath, query: String, limit: Int) async throws -> [Entry] {
+        let prefix = path.isRoot ? "/" : path.lower + "/"
+        let words = query.lowercased().split(separator: " ").map(String.init)
+        return try await pool.read { db in
+            let rows = try Entry.fetchCursor(db, sql: """
+                SELECT * FROM entry WHERE account_id = ? AND substr(path_lower, 1, ?) = ? ORDER BY path_lower
+                """, arguments: [account, prefix.count, prefix])
+            var found: [Entry] = []
+            while let entry = try rows.next(), found.count < limit {
+                let name = String(entry.pathLower.split(separator: "/").last ?? "")
+                if words.allSatisfy({ name.contains($0) }) { found.append(entry) }
+            }
+            return found
+        }
+    }
+
+    /// Puts a durable blob at `path` (creating missing parent folders), resolving conflicts by
+    /// `mode`. Returns the new entry and the blob it replaced, which the caller deletes.
+    func putFile(account: Int64, path: DropboxPath, blob: String, bytes: Int64, mode: WriteMode, quota: Int64) async throws -> (Entry, replaced: String?) {
+        guard !path.isRoot else { throw APIError.badParameter("path", "cannot write to the root folder") }
+        return try await pool.write { db in
+            try Self.ensureFolders(db, account: account, path.parent)
+            var target = path
+            var existing = try Self.fetch(db, account, target)
+            var conflict = false
+            if let current = existing {
+                if current.isDir {
+                    conflict = true
+                } else if let parentRev = mode.parentRev {
+                    conflict = parentRev != current.rev
+                } else {
+                    conflict = !mode.overwrite
+                }
+            }
+            if conflict {
+                guard mode.autorename else {
+                    throw APIError(.conflict, "Conflict: '\(existing?.pathDisplay ?? path.display)' exists and was not overwritten")
+                }
+                var n = 1
+                repeat {
+                    target = path.conflictCandidate(n)
+                    n += 1
+                    guard n < 10_000 else { throw APIError(.conflict, "Conflict: no free name for '\(path.display)'") }
+                } while try Self.fetch(db, account, target) != nil
+                existing = nil
+            }
+            let used = try Int64.fetchOne(db, sql: """
+                SELECT (SELECT COALESCE(SUM(bytes), 0) FROM entry WHERE account_id = ?1)
+                     + (SELECT COALESCE(SUM(bytes), 0) FROM image WHERE account_id = ?1)
+                """, arguments: [account]) ?? 0
+            if used - (existing?.bytes ?? 0) + bytes > quota { throw APIError.overQuota }
+            let revision = try Self.nextRevision(db, account)
+            var entry = Entry(
+                id: existing?.id, accountId: account, pathLower: target.lower,
+                pathDisplay: existing?.pathDisplay ?? target.display, parentLower: target.parent.lower,
+                isDir: false, bytes: bytes, revision: revision, blob: blob, sha256: nil,
+                mimeType: Metadata.mimeType(for: target.display), modified: Date().timeIntervalSince1970)
+            try entry.save(db)
+            return (entry, existing?.blob)
+        }
+    }
+
+    /// `fileops/create_folder`: 403 when something is already there.
+    func createFolder(account: Int64, path: DropboxPath) async throws -> Entry {
+        guard !path.isRoot else { throw APIError(.forbidden, "The root folder already exists") }
+        return try await pool.write { db in
+            if let existing = try Self.fetch(db, account, path) {
+                throw APIError(.forbidden, "A \(existing.isDir ? "folder" : "file") already exists at path '\(existing.pathDisplay)'")
+            }
+            try Self.ensureFolders(db, account: account, path)
+            return try Self.fetch(db, account, path)!
+        }
+    }
+
+    /// `fileops/delete`: the entry and everything under it. Returns the deleted entry and the
+    /// blobs to remove once the transaction committed.
+    func delete(account: Int64, path: DropboxPath) async throws -> (Entry, blobs: [String]) {
+        guard !path.isRoot else { throw APIError(.forbidden, "The root folder cannot be deleted") }
+        return try await pool.write { db in
+            guard let entry = try Self.fetch(db, account, path) else { throw APIError.notFound(path.display) }
+            let prefix = path.lower + "/"
+            let blobs = try String.fetchAll(db, sql: """
+                SELECT blob FROM entry WHERE account_id = ? AND blob IS NOT NULL AND (path_lower = ? OR substr(path_lower, 1, ?) = ?)
+                """, arguments: [account, path.lower, prefix.count, prefix])
+            try db.execute(sql: """
+                DELETE FROM entry WHERE account_id = ? AND (path_lower = ? OR substr(path_lower, 1, ?) = ?)
+                """, arguments: [account, path.lower, prefix.count, prefix])
+            return (entry, blobs)
+        }
+    }
+
+    /// `fileops/move`: renames an entry and everything under it.
+    func move(account: Int64, from: DropboxPath, to: DropboxPath) async throws -> Entry {
+        guard !from.isRoot, !to.isRoot else { throw APIError(.forbidden, "The root folder cannot be moved") }
+        if to.isWithin(from) && to.lower != from.lower {
+            throw APIError(.forbidden, "Cannot move a folder into itself")
+        }
+        return try await pool.write { db in
+            guard try Self.fetch(db, account, from) != nil else { throw APIError.notFound(from.display) }
+            if to.lower != from.lower, let existing = try Self.fetch(db, account, to) {
+                throw APIError(.forbidden, "A \(existing.isDir ? "folder" : "file") already exists at path '\(existing.pathDisplay)'")
+            }
+            try Self.ensureFolders(db, account: account, to.parent)
+            let prefix = from.lower + "/"
+            let moving = try Entry.fetchAll(db, sql: """
+                SELECT * FROM entry WHERE account_id = ? AND (path_lower = ? OR substr(path_lower, 1, ?) = ?)
+                """, arguments: [account, from.lower, prefix.count, prefix])
+            let revision = try Self.nextRevision(db, account)
+            for var entry in moving {
+                let rest = entry.pathDisplay.dropFirst(from.display.count)
+                let newPath = try DropboxPath.parse(decoded: to.display + rest)
+                entry.pathDisplay = newPath.display
+                entry.pathLower = newPath.lower
+                entry.parentLower = newPath.parent.lower
+                entry.revision = revision
+                entry.modified = Date().timeIntervalSince1970
+                try entry.update(db)
+            }
+            return try Self.fetch(db, account, to)!
+        }
+    }
+
+    // MARK: Inside a transaction
+
+    static func fetch(_ db: Database, _ account: Int64, _ path: DropboxPath) throws -> Entry? {
+        try Entry.filter(Entry.Columns.accountId == account && Entry.Columns.pathLower == path.lower).fetchOne(db)
+    }
+
+    static func nextRevision(_ db: Database, _ account: Int64) throws -> Int64 {
+        let revision = try Int64.fetchOne(db, sql: "SELECT next_revision FROM account WHERE id = ?", arguments: [account]) ?? 1
+        try db.execute(sql: "UPDATE account SET next_revision = next_revision + 1 WHERE id = ?", arguments: [account])
+        return revision
+    }
+
+    /// Creates `path` and its missing ancestors as folders; 409 if one of them is a file.
+    static func ensureFolders(_ db: Database, account: Int64, _ path: DropboxPath) throws {
+        var current = DropboxPath.root
+        for component in path.components {
+            current = current.appending(component)
+            if let existing = try fetch(db, account, current) {
+                guard existing.isDir else {
+                    throw APIError(.conflict, "Conflict: '\(existing.pathDisplay)' is a file, not a folder")
+                }
+                continue
+            }
+            var folder = Entry(
+                id: nil, accountId: account, pathLower: current.lower, pathDisplay: current.display,
+                parentLower: current.parent.lower, isDir: true, bytes: 0, revision: try nextRevision(db, account),
+                blob: nil, sha256: nil, mimeType: nil, modified: Date().timeIntervalSince1970)
+            try folder.insert(db)
+        }
+    }
+}

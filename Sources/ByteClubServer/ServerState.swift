@@ -1,0 +1,80 @@
+import Foundation
+import GRDB
+import Hummingbird
+import Logging
+import Synchronization
+
+/// What every route shares: configuration, the store, the blobs, and the in-memory counters
+/// (rate limits, injected faults). One per running server.
+final class ServerState: Sendable {
+    let configuration: ByteClubConfiguration
+    let store: Store
+    let blobs: BlobStore
+    let fileIO = FileIO()
+    let logger: Logger
+    let rateLimiter: RateLimiter
+    let faults: FaultState
+    private let boundURL = Mutex<String?>(nil)
+
+    init(configuration: ByteClubConfiguration, logger: Logger) throws {
+        self.configuration = configuration
+        self.logger = logger
+        try FileManager.default.createDirectory(
+            atPath: configuration.dataDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        store = try Store(path: configuration.dataDirectory + "/byteclub.sqlite")
+        blobs = try BlobStore(root: configuration.dataDirectory + "/files")
+        rateLimiter = RateLimiter(clientLimit: configuration.clientRateLimit, userLimit: configuration.userRateLimit,
+                                  window: configuration.rateLimitWindow)
+        faults = FaultState(configuration.faults)
+    }
+
+    /// The base of links the server hands out: the configured public URL, else the bound address.
+    var baseURL: String {
+        if let url = configuration.publicURL { return url.hasSuffix("/") ? String(url.dropLast()) : url }
+        return boundURL.withLock { $0 } ?? "http://\(configuration.host):\(configuration.port)"
+    }
+
+    func setBound(host: String, port: Int) {
+        let shown = host.contains(":") ? "[\(host)]" : host
+        boundURL.withLock { $0 = "http://\(shown):\(port)" }
+    }
+
+    /// Creates the development account on first start; returns it (new or existing).
+    func ensureDevAccount() throws -> (Account, created: Bool) {
+        let wanted = configuration.devCredentials
+        let quota = configuration.quotaBytes
+        return try store.pool.write { db in
+            if var existing = try Account.order(Column("id")).fetchOne(db) {
+                if existing.quotaBytes != quota {
+                    existing.quotaBytes = quota
+                    try existing.update(db)
+                }
+                return (existing, false)
+            }
+            var account = Account(
+                id: nil, name: "dev",
+                appKey: wanted.appKey ?? Self.randomToken(8),
+                appSecret: Self.randomToken(8),
+                accessToken: wanted.accessToken ?? Self.randomToken(24),
+                clientId: wanted.clientID ?? Self.randomToken(8),
+                quotaBytes: quota, nextRevision: 1, createdAt: Date().timeIntervalSince1970)
+            try account.insert(db)
+            return (account, true)
+        }
+    }
+
+    /// Start-up cleaning of files a crash left behind (see ``BlobStore/clean(referenced:)``).
+    func cleanOrphans() throws -> Int {
+        let referenced = try store.pool.read { db in
+            Set(try String.fetchAll(db, sql: "SELECT blob FROM entry WHERE blob IS NOT NULL UNION SELECT blob FROM image"))
+        }
+        return blobs.clean(referenced: referenced)
+    }
+
+    /// Lower-case letters and digits from the system's secure generator.
+    static func randomToken(_ bytes: Int) -> String {
+        var generator = SystemRandomNumberGenerator()
+        let alphabet = Array("abcdefghijklmnopqrstuvwxyz0123456789")
+        return String((0..<(bytes * 2)).map { _ in alphabet[Int(generator.next() % UInt64(alphabet.count))] })
+    }
+}
