@@ -139,6 +139,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "FerryTestSupportTests",
+            dependencies: ["FerryTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "ByteClubServerTests",
             dependencies: [
                 "ByteClubServer",

@@ -54,3 +54,24 @@ public struct RecordedRequest: Sendable {
         return headers.first { $0.0.lowercased() == lower }?.1
     }
 }
+
+/// A response head a test server sent (informational ones included).
+///
+/// ```swift
+/// let informational = server.responses.filter { $0.status == 104 }
+/// #expect(informational.first?.header("upload-draft-interop-version") == "6")
+/// ```
+public struct RecordedResponse: Sendable {
+    /// The status code, e.g. `104` or `201`.
+    public var status: Int
+    /// The header fields in wire order.
+    public var headers: [(String, String)]
+    /// 1-based number of the TCP connection that carried it.
+    public var connection: Int
+
+    /// The first value of a header field, compared case-insensitively.
+    public func header(_ name: String) -> String? {
+        let lower = name.lowercased()
+        return headers.first { $0.0.lowercased() == lower }?.1
+    }
+}

@@ -129,11 +129,28 @@ public final class ResumableUploadServer: Sendable {
     /// `bodyLength` is the body bytes that reached the server on that request.
     public var requests: [RecordedRequest] { shared.state.withLock { $0.requests } }
 
+    /// Every response head sent, informational `104`s included, in order.
+    public var responses: [RecordedResponse] { shared.state.withLock { $0.responses } }
+
+    /// The resumption URLs (`Location`) handed out so far, oldest first.
+    public var resumptionURLs: [String] {
+        var seen: [String] = []
+        for r in responses {
+            if let l = r.header("location"), !seen.contains(l) { seen.append(l) }
+        }
+        return seen
+    }
+
     /// Connections accepted since start.
     public var totalConnections: Int { shared.state.withLock { $0.total } }
 
-    /// Clears the request log (stored uploads stay).
-    public func resetStatistics() { shared.state.withLock { $0.requests = [] } }
+    /// Clears the request and response logs (stored uploads stay).
+    public func resetStatistics() {
+        shared.state.withLock {
+            $0.requests = []
+            $0.responses = []
+        }
+    }
 }
 
 extension ResumableUploadServer {
@@ -141,6 +158,7 @@ extension ResumableUploadServer {
     final class Shared: Sendable {
         struct State {
             var requests: [RecordedRequest] = []
+            var responses: [RecordedResponse] = []
             var completed: [String: CompletedUpload] = [:]
             var partial: [String] = []
             var dropNext: Int?
@@ -171,9 +189,11 @@ extension ResumableUploadServer {
 /// Records each request and cuts an upload body when `dropNextUpload` is armed.
 /// Sits between the HTTP codec and `HTTPResumableUploadHandler`, so it sees every request,
 /// including the `HEAD` and `PATCH` that the resumable handler answers itself.
-final class RecordingHandler: ChannelInboundHandler, RemovableChannelHandler {
+final class RecordingHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
 
     private let shared: ResumableUploadServer.Shared
     private let connection: Int
@@ -193,7 +213,9 @@ final class RecordingHandler: ChannelInboundHandler, RemovableChannelHandler {
         switch part {
         case .head(let request):
             received = 0
-            let isUpload = request.method == .post || request.method == .put || request.method == .patch
+            // An empty creation request (Content-Length: 0) carries no body to cut.
+            let isUpload = (request.method == .post || request.method == .put || request.method == .patch)
+                && request.headerFields[.contentLength] != "0"
             let record = RecordedRequest(
                 method: request.method.rawValue, uri: request.path ?? "",
                 headers: request.headerFields.map { ($0.name.rawName, $0.value) }, connection: connection)
@@ -225,6 +247,16 @@ final class RecordingHandler: ChannelInboundHandler, RemovableChannelHandler {
             updateLength()
             context.fireChannelRead(data)
         }
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if case .head(let response) = unwrapOutboundIn(data) {
+            let record = RecordedResponse(
+                status: response.status.code,
+                headers: response.headerFields.map { ($0.name.rawName, $0.value) }, connection: connection)
+            shared.state.withLock { $0.responses.append(record) }
+        }
+        context.write(data, promise: promise)
     }
 
     private func cutNow(_ context: ChannelHandlerContext) {

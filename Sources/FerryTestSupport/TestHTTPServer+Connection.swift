@@ -33,6 +33,10 @@ extension TestHTTPServer {
                 var exchange = Exchange(head: head, target: target, connection: number)
                 let isUpload = (head.method == .PUT || head.method == .POST) && target.path.hasPrefix("/upload")
                 let limit = isUpload ? target.int("dropAfter") : nil
+                if head.headers.first(name: "expect")?.lowercased() == "100-continue" {
+                    let proceed = HTTPResponseHead(version: .http1_1, status: .continue)
+                    try await channel.writeAndFlush(HTTPServerResponsePart.head(proceed)).get()
+                }
                 let body = try await readBody(&parts, cutAfter: limit)
                 updateRecord(id, bodyLength: body.length, sha256: body.sha256)
                 if body.cut { return }
