@@ -77,19 +77,35 @@ public enum TestContent {
     /// Fills `buffer` with the stream bytes `offset ..< offset + buffer.count`.
     static func fill(_ buffer: UnsafeMutableRawBufferPointer, offset: Int, seed: UInt64) {
         let count = buffer.count
-        guard count > 0 else { return }
+        guard count > 0, let base = buffer.baseAddress else { return }
         var block = UInt64(offset / 8)
-        var skip = offset % 8
         var i = 0
-        while i < count {
-            var word = splitmix(seed &+ block &* 0x9E37_79B9_7F4A_7C15).littleEndian
-            withUnsafeBytes(of: &word) { w in
-                let take = min(8 - skip, count - i)
-                for k in 0..<take { buffer[i + k] = w[skip + k] }
-                i += take
-            }
-            skip = 0
+        let skip = offset % 8
+        if skip != 0 {
+            let take = min(8 - skip, count)
+            store(word(seed, block), from: skip, count: take, to: base)
+            i = take
             block &+= 1
+        }
+        // Whole words: one 8-byte store each (unaligned stores are allowed).
+        while i + 8 <= count {
+            base.storeBytes(of: word(seed, block), toByteOffset: i, as: UInt64.self)
+            i += 8
+            block &+= 1
+        }
+        if i < count {
+            store(word(seed, block), from: 0, count: count - i, to: base + i)
+        }
+    }
+
+    @inline(__always)
+    private static func word(_ seed: UInt64, _ block: UInt64) -> UInt64 {
+        splitmix(seed &+ block &* 0x9E37_79B9_7F4A_7C15).littleEndian
+    }
+
+    private static func store(_ word: UInt64, from skip: Int, count: Int, to base: UnsafeMutableRawPointer) {
+        withUnsafeBytes(of: word) { w in
+            for k in 0..<count { base.storeBytes(of: w[skip + k], toByteOffset: k, as: UInt8.self) }
         }
     }
 
