@@ -111,7 +111,7 @@ struct TestHTTPServerTests {
 
     @Test func stallAndDrip() async throws {
         let server = try await TestHTTPServer.start()
-        let stalled = try await curl(["--max-time", "0.6", server.baseURL + "/bytes/5000?stallAfter=1000&stallSeconds=5"])
+        let stalled = try await curl(["--max-time", "2", server.baseURL + "/bytes/5000?stallAfter=1000&stallSeconds=5"])
         #expect(stalled.exitCode == 28)  // timed out
         #expect(stalled.body.count == 1000)
         let clock = ContinuousClock()
