@@ -3,7 +3,8 @@
 // Options (combine):
 // - `seed=S` (default 0) and `version=V` (default 0): content is `TestContent` for
 //   `TestContent.seed(S, version: V)`; `ETag: "<n>-<S>-<V>"`; `Last-Modified` is
-//   2024-01-01 plus V days.
+//   2024-01-01 plus V days. `versionKey=K` takes V from `setResourceVersion(_:key:)`, so the
+//   resource can change between two requests for the same URL.
 // - `etag=none` (only Last-Modified), `validators=none` (neither), `ranges=no` (ignore Range,
 //   no Accept-Ranges).
 // - `Range: bytes=a-`, `a-b`, `-k` → 206 + Content-Range; unsatisfiable → 416 with
@@ -24,7 +25,7 @@ extension TestHTTPServer {
     func serveBytes(count n: Int, _ ex: Exchange, _ out: Responder) async throws -> Outcome {
         let q = ex.target
         let baseSeed = q.uint64("seed") ?? 0
-        let version = q.uint64("version") ?? 0
+        let version = q.query["versionKey"].map { resourceVersion(key: $0) } ?? q.uint64("version") ?? 0
         let seed = TestContent.seed(baseSeed, version: version)
         let validators = q.query["validators"] != "none"
         let etag = validators && q.query["etag"] != "none" ? "\"\(n)-\(baseSeed)-\(version)\"" : nil

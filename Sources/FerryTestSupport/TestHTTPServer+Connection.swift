@@ -32,7 +32,8 @@ extension TestHTTPServer {
                         headers: head.headers.map { ($0.name, $0.value) }, connection: number))
                 var exchange = Exchange(head: head, target: target, connection: number)
                 let isUpload = (head.method == .PUT || head.method == .POST) && target.path.hasPrefix("/upload")
-                let limit = isUpload ? target.int("dropAfter") : nil
+                var limit = isUpload ? target.int("dropAfter") : nil
+                if limit != nil, let key = target.query["dropOnce"], countUse("dropOnce:" + key) > 1 { limit = nil }
                 if head.headers.first(name: "expect")?.lowercased() == "100-continue" {
                     let proceed = HTTPResponseHead(version: .http1_1, status: .continue)
                     try await channel.writeAndFlush(HTTPServerResponsePart.head(proceed)).get()

@@ -10,7 +10,11 @@
 // | `GET /redirect-absolute?to=URL` | 302 to an absolute URL |
 // | `GET /delay/<ms>` | waits, then 200 `ok` |
 // | `GET /slow-headers/<ms>` | waits before sending any header, then 200 `ok` |
-// | `PUT/POST /upload…?dropAfter=N&status=CODE` | reads the body streaming; 200 JSON summary |
+// | `PUT/POST /upload…?dropAfter=N&dropOnce=KEY&status=CODE` | reads the body streaming; 200 JSON |
+//
+// `/upload`: answers `{"bytes":N,"sha256":"hex","method":"PUT","contentType":"…"}`; with
+// `dropAfter=N` the connection is closed after N body bytes, on every request, or only on
+// the first request naming `dropOnce=KEY`. `Expect: 100-continue` is answered with 100.
 // | `GET /headers` | JSON object of the request headers, names lower-cased |
 // | `GET /close-immediately` | closes with no response |
 // | `GET /garbage` | writes non-HTTP bytes, then closes |

@@ -26,6 +26,7 @@ public final class TestHTTPServer: Sendable {
         var total = 0
         var requests: [RecordedRequest] = []
         var flaky: [String: Int] = [:]
+        var versions: [String: UInt64] = [:]
         var channels: [ObjectIdentifier: any Channel] = [:]
         var digests: [String: [UInt8]] = [:]
         var nextID = 0
@@ -96,13 +97,37 @@ public final class TestHTTPServer: Sendable {
     public var requests: [RecordedRequest] { state.withLock { $0.requests } }
 
     /// Clears the request log and connection counts (open connections still count as current)
-    /// and the `/flaky` counters.
+    /// and the `/flaky` and `dropOnce` counters (resource versions stay).
     public func resetStatistics() {
         state.withLock {
             $0.requests = []
             $0.total = 0
             $0.maxConcurrent = $0.current
             $0.flaky = [:]
+        }
+    }
+
+    /// Sets the version that `/bytes/<n>?versionKey=KEY` serves (0 until set), to change a
+    /// resource between a download and its resume without changing the URL.
+    ///
+    /// ```swift
+    /// let url = server.baseURL + "/bytes/100000?versionKey=doc&dropAfter=5000"
+    /// // … first attempt drops at 5000 …
+    /// server.setResourceVersion(2, key: "doc")   // the resume must restart with new content
+    /// ```
+    public func setResourceVersion(_ version: UInt64, key: String) {
+        state.withLock { $0.versions[key] = version }
+    }
+
+    func resourceVersion(key: String) -> UInt64 {
+        state.withLock { $0.versions[key] ?? 0 }
+    }
+
+    /// Counts a use of `key` and returns the count (1 for the first use).
+    func countUse(_ key: String) -> Int {
+        state.withLock {
+            $0.flaky[key, default: 0] += 1
+            return $0.flaky[key]!
         }
     }
 

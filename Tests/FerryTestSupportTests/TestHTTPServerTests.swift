@@ -86,6 +86,19 @@ struct TestHTTPServerTests {
         try await server.shutdown()
     }
 
+    @Test func resourceChangesBetweenRequests() async throws {
+        let server = try await TestHTTPServer.start()
+        let url = server.baseURL + "/bytes/3000?seed=4&versionKey=doc"
+        let v0 = try await curl([url])
+        #expect(v0.header("etag") == "\"3000-4-0\"")
+        server.setResourceVersion(3, key: "doc")
+        let resumed = try await curl(["-H", "Range: bytes=100-", "-H", "If-Range: \"3000-4-0\"", url])
+        #expect(resumed.status == 200)
+        #expect(resumed.header("etag") == "\"3000-4-3\"")
+        #expect(resumed.sha256 == TestContent.sha256Hex(count: 3000, seed: TestContent.seed(4, version: 3)))
+        try await server.shutdown()
+    }
+
     @Test func lyingLengthChunkedAndDigest() async throws {
         let server = try await TestHTTPServer.start()
         let short = try await curl([server.baseURL + "/bytes/1000?lengthDelta=10"])
@@ -186,6 +199,12 @@ struct TestHTTPServerTests {
         let cut = try await curl(["-T", file, "-H", "Expect:", server.baseURL + "/upload/b?dropAfter=100000"])
         #expect(cut.exitCode != 0)
         #expect(server.requests.last?.bodyLength == 100_000)
+        let once = server.baseURL + "/upload/c?dropAfter=1000&dropOnce=c"
+        let cutOnce = try await curl(["-T", file, "-H", "Expect:", once])
+        #expect(cutOnce.exitCode != 0)
+        let again = try await curl(["-T", file, "-H", "Expect:", once])
+        #expect(again.status == 200)
+        #expect(server.requests.last?.bodyLength == bytes.count)
         try await server.shutdown()
     }
 
