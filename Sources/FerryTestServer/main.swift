@@ -1,7 +1,14 @@
-// ferry-testserver [--port P] [--resumable [--resumable-port P]]
-// Runs FerryTestSupport's servers in the foreground on 127.0.0.1 and prints the base URL
-// of the scriptable server on the first line (and the resumable-upload server's on the
-// second, with --resumable). Stops on SIGINT/SIGTERM or when stdin closes with --stdin-eof.
+// ferry-testserver [--port P] [--resumable] [--resumable-port P] [--nginx] [--tls] [--lifetime SECONDS]
+//
+// Runs FerryTestSupport's servers in the foreground on 127.0.0.1 for benchmark and demo
+// scripts. Output, one line each, flushed at once:
+//   http://127.0.0.1:PORT                          TestHTTPServer (always the first line)
+//   resumable http://127.0.0.1:PORT                with --resumable (ResumableUploadServer)
+//   nginx http://127.0.0.1:PORT ROOT [https://…]   with --nginx (NginxServer; --tls adds HTTPS)
+//   ready
+// Stops cleanly (nginx stopped, temp dirs removed) on SIGINT/SIGTERM or after --lifetime
+// seconds (default 86400).
+import Dispatch
 import FerryTestSupport
 
 #if canImport(Glibc)
@@ -11,13 +18,21 @@ import Darwin
 #endif
 
 func usage() -> Never {
-    print("usage: ferry-testserver [--port P] [--resumable] [--resumable-port P]")
+    print("usage: ferry-testserver [--port P] [--resumable] [--resumable-port P] [--nginx] [--tls] [--lifetime SECONDS]")
     exit(2)
+}
+
+func say(_ line: String) {
+    print(line)
+    fflush(nil)
 }
 
 var port = 0
 var resumable = false
 var resumablePort = 0
+var nginx = false
+var tls = false
+var lifetime = 86_400
 var args = CommandLine.arguments.dropFirst()[...]
 while let arg = args.popFirst() {
     switch arg {
@@ -29,26 +44,65 @@ while let arg = args.popFirst() {
     case "--resumable-port":
         guard let v = args.popFirst().flatMap({ Int($0) }) else { usage() }
         resumablePort = v
+    case "--nginx":
+        nginx = true
+    case "--tls":
+        tls = true
+    case "--lifetime":
+        guard let v = args.popFirst().flatMap({ Int($0) }), v > 0 else { usage() }
+        lifetime = v
     case "-h", "--help":
         usage()
     default:
-        print("ferry-testserver: unknown argument \(arg)")
+        say("ferry-testserver: unknown argument \(arg)")
         usage()
     }
 }
 
+// SIGINT/SIGTERM end the wait below instead of the process, so cleanup runs.
+enum Signals {
+    /// Yields once per SIGINT/SIGTERM; keep the returned sources alive.
+    nonisolated static func stream() -> (AsyncStream<Void>, [any DispatchSourceSignal]) {
+        let (stream, continuation) = AsyncStream<Void>.makeStream()
+        let sources = [SIGINT, SIGTERM].map { sig -> any DispatchSourceSignal in
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler { continuation.yield() }
+            source.resume()
+            return source
+        }
+        return (stream, sources)
+    }
+}
+let (signals, signalSources) = Signals.stream()
+
 do {
     let server = try await TestHTTPServer.start(port: port)
-    print(server.baseURL)
-    fflush(nil)
+    say(server.baseURL)
+    var upload: ResumableUploadServer?
     if resumable {
-        let upload = try await ResumableUploadServer.start(port: resumablePort)
-        print(upload.baseURL)
-        fflush(nil)
+        upload = try await ResumableUploadServer.start(port: resumablePort)
+        say("resumable " + upload!.baseURL)
     }
-    // Run until a signal ends the process; a bounded sleep loop keeps the server alive.
-    while true { try await Task.sleep(for: .seconds(3600)) }
+    var web: NginxServer?
+    if nginx {
+        let started = try await NginxServer.start(tls: tls)
+        web = started
+        say("nginx \(started.baseURL) \(started.root.path)" + (started.httpsBaseURL.map { " " + $0 } ?? ""))
+    }
+    say("ready")
+    await withTaskGroup(of: Void.self) { group in
+        group.addTask { try? await Task.sleep(for: .seconds(lifetime)) }
+        group.addTask {
+            for await _ in signals { return }
+        }
+        await group.next()
+        group.cancelAll()
+    }
+    try? await web?.stop()
+    try? await upload?.shutdown()
+    try await server.shutdown()
 } catch {
-    print("ferry-testserver: \(error)")
+    say("ferry-testserver: \(error)")
     exit(1)
 }
