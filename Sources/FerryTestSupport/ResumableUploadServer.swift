@@ -193,7 +193,9 @@ final class RecordingHandler: ChannelInboundHandler, RemovableChannelHandler {
         switch part {
         case .head(let request):
             received = 0
-            let isUpload = request.method == .post || request.method == .put || request.method == .patch
+            // An empty creation request (Content-Length: 0) carries no body to cut.
+            let isUpload = (request.method == .post || request.method == .put || request.method == .patch)
+                && request.headerFields[.contentLength] != "0"
             let record = RecordedRequest(
                 method: request.method.rawValue, uri: request.path ?? "",
                 headers: request.headerFields.map { ($0.name.rawName, $0.value) }, connection: connection)
