@@ -88,33 +88,31 @@ extension Session {
     private func runCollecting(_ make: (@escaping @Sendable (Data?, Response?, FerryError?) async -> Void) -> DataTask) async throws -> (Data, Response) {
         let box = ResultBox<(Data, Response)>()
         let task = make { data, response, error in
-            if let error { box.set(.failure(error)) } else if let response { box.set(.success((data ?? Data(), response))) } else {
-                box.set(.failure(FerryError(.badServerResponse, "no response")))
+            if let error {
+                box.set(.failure(error))
+            } else if let response {
+                box.set(.success((data ?? Data(), response)))
             }
         }
-        return try await run(task, box: box)
+        // The completion handler runs before the task's waiters are released.
+        return try await run(task) { box.value }
     }
 
     private func runDownload(_ task: DownloadTask) async throws -> (URL, Response) {
-        let box = ResultBox<(URL, Response)>()
-        let file = task.partialFile
-        let waiter = Task {
-            await task.waitUntilCompleted()
-            if let error = task.error { box.set(.failure(error)) } else if let response = task.response { box.set(.success((file, response))) } else {
-                box.set(.failure(FerryError(.badServerResponse, "no response", url: task.originalRequest.url)))
-            }
+        try await run(task) {
+            if let error = task.error { return .failure(error) }
+            return task.response.map { .success((task.partialFile, $0)) }
         }
-        _ = waiter
-        return try await run(task, box: box)
     }
 
-    private func run<T: Sendable>(_ task: SessionTask, box: ResultBox<T>) async throws -> T {
+    /// Resumes `task`, waits for it, and reads its outcome; cancelling the caller cancels it.
+    private func run<T: Sendable>(_ task: SessionTask, outcome: @escaping @Sendable () -> Result<T, FerryError>?) async throws -> T {
         try await withTaskCancellationHandler {
             task.resume()
             await task.waitUntilCompleted()
-            // The completion handler runs before waiters are released.
-            for _ in 0..<1000 where box.value == nil { await Task.yield() }
-            guard let result = box.value else { throw task.error ?? FerryError(.unknown, "the task ended without a result", url: task.originalRequest.url) }
+            guard let result = outcome() else {
+                throw task.error ?? FerryError(.badServerResponse, "the task ended without a response", url: task.originalRequest.url)
+            }
             return try result.get()
         } onCancel: {
             task.cancel()

@@ -21,7 +21,8 @@ public class SessionTask: @unchecked Sendable {  // all mutable state is behind 
     /// Unique within its session.
     public let taskIdentifier: Int
     public let originalRequest: Request
-    unowned(unsafe) let session: Session
+    /// Strong, as in URLSession: a running task keeps its session alive.
+    let session: Session
 
     struct Mutable {
         var lifecycle = TaskLifecycle()

@@ -12,6 +12,9 @@ public struct EngineConfiguration: Sendable, Hashable {
     public var allowsHTTP2: Bool = true
     /// PEM files of certificate authorities to trust besides the system's store.
     public var additionalTrustedCertificateFiles: [String] = []
+    /// Resumable-upload interop versions offered, newest first. The probe starts with the
+    /// first; a server that names another one from this list is answered in it.
+    public var resumableUploadVersions: [Int] = [8, 6, 5, 3]
     /// How long an idle pooled connection is kept.
     public var connectionIdleTimeout: TimeInterval = 60
 

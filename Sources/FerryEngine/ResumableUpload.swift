@@ -24,7 +24,6 @@ import NIOHTTP1
 /// 4. After a broken connection: `HEAD Location` → `Upload-Offset`, then step 3 from there.
 enum ResumableUploadVersion: Int, Sendable, CaseIterable, Comparable {
     case v3 = 3, v5 = 5, v6 = 6, v8 = 8
-    static let newest: Self = .v8
     static func < (a: Self, b: Self) -> Bool { a.rawValue < b.rawValue }
 
     func markComplete(_ complete: Bool, in headers: inout HTTPHeaders) {
@@ -66,7 +65,8 @@ extension TransferEngine {
     }
 
     private func probeResumableSupport(_ url: URL, state: inout AttemptState) async throws -> ResumableUploadVersion? {
-        var version = ResumableUploadVersion.newest
+        let offered = configuration.resumableUploadVersions.compactMap(ResumableUploadVersion.init(rawValue:))
+        guard var version = offered.first else { return nil }
         for _ in 0..<2 {
             var probe = HTTPClientRequest(url: url.absoluteString)
             probe.method = .OPTIONS
@@ -86,7 +86,7 @@ extension TransferEngine {
             }
             // An older server names the version it speaks.
             if response.status == .badRequest, let echoed, echoed != version.rawValue,
-                let older = ResumableUploadVersion(rawValue: echoed)
+                let older = ResumableUploadVersion(rawValue: echoed), offered.contains(older)
             {
                 version = older
                 continue

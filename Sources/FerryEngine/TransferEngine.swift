@@ -56,6 +56,12 @@ public final class TransferEngine: Sendable {
         try await client.shutdown()
     }
 
+    deinit {
+        // An engine dropped without `shutdown()` still closes its pool (AHC requires it);
+        // the client stays alive until that is done.
+        client.shutdown().whenComplete { _ in }
+    }
+
     /// Runs `transfer` to its end: the final response and where its body went, or a
     /// ``FerryError``. Cancel the calling task to cancel the transfer.
     public func run(_ transfer: Transfer, observer: any TransferObserver = NoObserver()) async throws -> TransferResult {

@@ -1,0 +1,121 @@
+import Ferry
+import FerryTestSupport
+import Foundation
+import Testing
+
+@Suite("Download tasks: files, progress, pause and resume")
+struct DownloadTaskTests {
+    @Test("the file is handed over in didFinishDownloadingTo and deleted after it unless moved; the last progress call has the totals")
+    func handOver() async throws {
+        try await withServer { server in
+            let dir = try makeTemporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let delegate = RecordingDelegate()
+            let kept = dir.appendingPathComponent("kept.bin")
+            delegate.moveDownloadTo = kept
+            var configuration = Configuration.default
+            configuration.downloadDirectory = dir
+            let session = Session(configuration: configuration, delegate: delegate)
+            let size = 2 << 20
+            session.downloadTask(with: server.url("/bytes/\(size)?seed=12")).resume()
+            _ = await delegate.nextCompletion()
+            #expect(delegate.finishedFileExisted == true)
+            #expect(try sha256Hex(ofFile: kept) == TestContent.sha256Hex(count: size, seed: 12))
+            let last = try #require(delegate.written.last)
+            #expect(last.1 == Int64(size) && last.2 == Int64(size))
+            #expect(delegate.log.suffix(2) == ["finished", "complete ok"])
+
+            // Not moved: deleted after the callback.
+            delegate.moveDownloadTo = nil
+            session.downloadTask(with: server.url("/bytes/1000?seed=1")).resume()
+            _ = await delegate.nextCompletion()
+            let leftovers = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".download") }
+            #expect(leftovers.isEmpty)
+            session.finishTasksAndInvalidate()
+        }
+    }
+
+    @Test("cancel(byProducingResumeData:) then downloadTask(withResumeData:) continues from the byte reached")
+    func pauseAndResume() async throws {
+        try await withServer { server in
+            let dir = try makeTemporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: dir) }
+            var configuration = Configuration.default
+            configuration.downloadDirectory = dir
+            let size = 4 << 20
+            let first = Session(configuration: configuration)
+            let task = first.downloadTask(with: server.url("/bytes/\(size)?seed=31&drip=2000000"))
+            task.resume()
+            // Wait (bounded) until some bytes are on disk.
+            for _ in 0..<200 where task.countOfBytesReceived < 300_000 { try await Task.sleep(for: .milliseconds(20)) }
+            let resumeData = try #require(await task.cancelByProducingResumeData())
+            #expect(task.error?.code == .cancelled)
+            first.invalidateAndCancel()
+
+            // A new session (as after a restart) continues it.
+            let delegate = RecordingDelegate()
+            let target = dir.appendingPathComponent("final.bin")
+            delegate.moveDownloadTo = target
+            let second = Session(configuration: configuration, delegate: delegate)
+            second.downloadTask(withResumeData: resumeData).resume()
+            _ = await delegate.nextCompletion()
+            let resumedLine = try #require(delegate.log.first { $0.hasPrefix("resumed") })
+            let offset = Int(resumedLine.split(separator: " ")[1]) ?? 0
+            #expect(offset >= 300_000)
+            #expect(try sha256Hex(ofFile: target) == TestContent.sha256Hex(count: size, seed: 31))
+            let ranged = server.requests.filter { $0.header("Range") != nil }
+            #expect(ranged.count == 1)
+            #expect(ranged.first?.header("If-Range") != nil)
+            second.finishTasksAndInvalidate()
+        }
+    }
+
+    @Test("garbage resume data fails with cannotDecodeResumeData")
+    func garbageResumeData() async throws {
+        let session = Session(configuration: .ephemeral)
+        for blob in [Data("hello".utf8), Data("FERRYRD\n{not json".utf8), Data("FERRYRD\n{\"version\": 99}".utf8)] {
+            do {
+                _ = try await session.download(resumeFrom: blob)
+                Issue.record("expected an error")
+            } catch let error as FerryError {
+                #expect(error.code == .cannotDecodeResumeData)
+                #expect(!error.message.isEmpty)
+            }
+        }
+        session.invalidateAndCancel()
+    }
+
+    @Test("async download(for:) hands the file to the caller")
+    func asyncDownload() async throws {
+        try await withServer { server in
+            let (file, response) = try await Session.shared.download(for: Request(url: server.url("/bytes/100000?seed=4")))
+            defer { try? FileManager.default.removeItem(at: file) }
+            #expect(response.statusCode == 200)
+            #expect(try sha256Hex(ofFile: file) == TestContent.sha256Hex(count: 100_000, seed: 4))
+        }
+    }
+
+    @Test("suspend pauses a download and resume continues it with a Range request")
+    func suspendResume() async throws {
+        try await withServer { server in
+            let delegate = RecordingDelegate()
+            let dir = try makeTemporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let target = dir.appendingPathComponent("out.bin")
+            delegate.moveDownloadTo = target
+            let session = Session(configuration: .default, delegate: delegate)
+            let size = 3 << 20
+            let task = session.downloadTask(with: server.url("/bytes/\(size)?seed=40&drip=3000000"))
+            task.resume()
+            for _ in 0..<200 where task.countOfBytesReceived < 200_000 { try await Task.sleep(for: .milliseconds(20)) }
+            task.suspend()
+            #expect(task.state == .suspended)
+            try await Task.sleep(for: .milliseconds(100))
+            task.resume()
+            _ = await delegate.nextCompletion()
+            #expect(try sha256Hex(ofFile: target) == TestContent.sha256Hex(count: size, seed: 40))
+            #expect(server.requests.contains { $0.header("Range") != nil })
+            session.finishTasksAndInvalidate()
+        }
+    }
+}

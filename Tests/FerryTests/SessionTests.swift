@@ -1,0 +1,148 @@
+import Ferry
+import FerryTestSupport
+import Foundation
+import Testing
+
+@Suite("Sessions and tasks, as URLSession")
+struct SessionTests {
+    @Test("tasks are created suspended, with identifiers unique in their session")
+    func createdSuspended() async throws {
+        let session = Session(configuration: .ephemeral)
+        let a = session.dataTask(with: URL(string: "http://127.0.0.1:1/a")!)
+        let b = session.downloadTask(with: URL(string: "http://127.0.0.1:1/b")!)
+        #expect(a.state == .suspended && b.state == .suspended)
+        #expect(a.taskIdentifier != b.taskIdentifier)
+        a.taskDescription = "first"
+        #expect(a.taskDescription == "first")
+        #expect(session.allTasks.count == 2)
+        a.cancel()
+        b.cancel()
+        await a.waitUntilCompleted()
+        #expect(a.state == .completed)
+        #expect(a.error?.code == .cancelled)
+        session.invalidateAndCancel()
+    }
+
+    @Test("a data task's delegate callbacks come in order, one at a time: response, data, completion")
+    func dataTaskDelegateOrder() async throws {
+        try await withServer { server in
+            let delegate = RecordingDelegate()
+            let session = Session(configuration: .default, delegate: delegate)
+            let task = session.dataTask(with: server.url("/bytes/300000?seed=3"))
+            task.resume()
+            _ = await delegate.nextCompletion()
+            let log = delegate.log
+            #expect(log.first == "response 200")
+            #expect(log.last == "complete ok")
+            #expect(log.dropFirst().dropLast().allSatisfy { $0 == "data" })
+            #expect(delegate.data.count == 300_000)
+            #expect(!delegate.overlapped)
+            #expect(task.countOfBytesReceived == 300_000)
+            #expect(task.response?.statusCode == 200)
+            #expect(task.state == .completed)
+            session.finishTasksAndInvalidate()
+        }
+    }
+
+    @Test("a delegate may cancel on the response")
+    func cancelOnResponse() async throws {
+        try await withServer { server in
+            let delegate = RecordingDelegate()
+            delegate.cancelOnResponse = true
+            let session = Session(configuration: .default, delegate: delegate)
+            session.dataTask(with: server.url("/bytes/100000?seed=1")).resume()
+            let error = await delegate.nextCompletion()
+            #expect(error??.code == .cancelledByDelegate)
+            session.invalidateAndCancel()
+        }
+    }
+
+    @Test("httpAdditionalHeaders reach the wire; a request's own header wins")
+    func additionalHeaders() async throws {
+        try await withServer { server in
+            var configuration = Configuration.default
+            configuration.httpAdditionalHeaders = ["Authorization": "Bearer s3cret", "Accept": "application/json"]
+            let session = Session(configuration: configuration)
+            var request = Request(url: server.url("/headers"))
+            request.headers["Accept"] = "text/plain"
+            let (data, response) = try await session.data(for: request)
+            #expect(response.statusCode == 200)
+            let headers = try JSONSerialization.jsonObject(with: data) as? [String: String]
+            #expect(headers?["authorization"] == "Bearer s3cret")
+            #expect(headers?["accept"] == "text/plain")
+            session.finishTasksAndInvalidate()
+        }
+    }
+
+    @Test("an HTTP error status is a response, not an error")
+    func statusIsResponse() async throws {
+        try await withServer { server in
+            let (_, response) = try await Session.shared.data(for: Request(url: server.url("/status/404")))
+            #expect(response.statusCode == 404)
+        }
+    }
+
+    @Test("transport failures are FerryErrors with codes")
+    func transportError() async throws {
+        do {
+            _ = try await Session.shared.data(for: Request(url: URL(string: "http://127.0.0.1:1/")!))
+            Issue.record("expected an error")
+        } catch let error as FerryError {
+            #expect(error.code == .cannotConnectToHost)
+            #expect(error.underlyingError != nil)
+        }
+    }
+
+    @Test("the request time-out comes from the configuration")
+    func requestTimeout() async throws {
+        try await withServer { server in
+            var configuration = Configuration.ephemeral
+            configuration.timeoutIntervalForRequest = 1
+            let session = Session(configuration: configuration)
+            do {
+                _ = try await session.data(for: Request(url: server.url("/slow-headers/5000")))
+                Issue.record("expected a time-out")
+            } catch let error as FerryError {
+                #expect(error.code == .timedOut)
+            }
+            session.invalidateAndCancel()
+        }
+    }
+
+    @Test("bytes(for:) streams the body at the reader's pace")
+    func bytesStream() async throws {
+        try await withServer { server in
+            let (bytes, response) = try await Session.shared.bytes(for: Request(url: server.url("/bytes/200000?seed=6")))
+            #expect(response.statusCode == 200)
+            var received: [UInt8] = []
+            for try await byte in bytes { received.append(byte) }
+            #expect(received == TestContent.bytes(count: 200_000, seed: 6))
+        }
+    }
+
+    @Test("task events arrive in order and end with completed")
+    func eventsStream() async throws {
+        try await withServer { server in
+            let session = Session(configuration: .default)
+            let dir = try makeTemporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let task = session.downloadTask(with: server.url("/bytes/500000?seed=2"))
+            let events = task.events
+            task.resume()
+            var names: [String] = []
+            var lastTotal: Int64 = -1
+            for await event in events {
+                switch event {
+                case .response: names.append("response")
+                case .wroteData(_, let total, _): lastTotal = total
+                case .finishedDownloading: names.append("finished")
+                case .completed(let error): names.append(error == nil ? "completed" : "failed")
+                default: break
+                }
+            }
+            #expect(names == ["response", "finished", "completed"])
+            #expect(lastTotal == 500_000)
+            session.finishTasksAndInvalidate()
+        }
+    }
+}

@@ -1,0 +1,110 @@
+import Crypto
+import Ferry
+import FerryTestSupport
+import Foundation
+import Testing
+
+func makeTemporaryDirectory() throws -> URL {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-test-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    return url
+}
+
+func sha256Hex(ofFile url: URL) throws -> String {
+    var hasher = SHA256()
+    let handle = try FileHandle(forReadingFrom: url)
+    defer { try? handle.close() }
+    while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty { hasher.update(data: chunk) }
+    return hasher.finalize().map { String(format: "%02x", $0) }.joined()
+}
+
+func withServer<T>(_ body: (TestHTTPServer) async throws -> T) async throws -> T {
+    let server = try await TestHTTPServer.start()
+    do {
+        let value = try await body(server)
+        try await server.shutdown()
+        return value
+    } catch {
+        try? await server.shutdown()
+        throw error
+    }
+}
+
+extension TestHTTPServer {
+    func url(_ path: String) -> URL { URL(string: baseURL + path)! }
+}
+
+/// A delegate that writes down every callback, in the order the session made them.
+final class RecordingDelegate: SessionDelegate, @unchecked Sendable {
+    private let lock = NSLock()
+    private var _log: [String] = []
+    private var _written: [(Int64, Int64, Int64)] = []
+    private var _sent: [(Int64, Int64, Int64)] = []
+    private var _data = Data()
+    private var _finishedFileExisted: Bool?
+    private var _completions = 0
+    private var _inCallback = false
+    private var _overlapped = false
+    var moveDownloadTo: URL?
+    var cancelOnResponse = false
+    let completed = AsyncStream<FerryError?>.makeStream()
+
+    var log: [String] { lock.withLock { _log } }
+    var written: [(Int64, Int64, Int64)] { lock.withLock { _written } }
+    var sent: [(Int64, Int64, Int64)] { lock.withLock { _sent } }
+    var data: Data { lock.withLock { _data } }
+    var finishedFileExisted: Bool? { lock.withLock { _finishedFileExisted } }
+    var overlapped: Bool { lock.withLock { _overlapped } }
+
+    private func enter(_ entry: String) {
+        lock.withLock {
+            if _inCallback { _overlapped = true }
+            _inCallback = true
+            _log.append(entry)
+        }
+    }
+    private func leave() { lock.withLock { _inCallback = false } }
+
+    func session(_ session: Session, dataTask: DataTask, didReceive response: Response) async -> ResponseDisposition {
+        enter("response \(response.statusCode)")
+        try? await Task.sleep(for: .milliseconds(5))  // a slow delegate must not be overtaken
+        leave()
+        return cancelOnResponse ? .cancel : .allow
+    }
+    func session(_ session: Session, dataTask: DataTask, didReceive data: Data) async {
+        enter("data")
+        lock.withLock { _data.append(data) }
+        leave()
+    }
+    func session(_ session: Session, task: SessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64) async {
+        enter("sent")
+        lock.withLock { _sent.append((bytesSent, totalBytesSent, totalBytesExpectedToSend)) }
+        leave()
+    }
+    func session(_ session: Session, downloadTask: DownloadTask, didWriteData bytesWritten: Int64, totalBytesWritten: Int64, totalBytesExpectedToWrite: Int64) async {
+        enter("written")
+        lock.withLock { _written.append((bytesWritten, totalBytesWritten, totalBytesExpectedToWrite)) }
+        leave()
+    }
+    func session(_ session: Session, downloadTask: DownloadTask, didResumeAtOffset fileOffset: Int64, expectedTotalBytes: Int64) async {
+        enter("resumed \(fileOffset)")
+        leave()
+    }
+    func session(_ session: Session, downloadTask: DownloadTask, didFinishDownloadingTo location: URL) async {
+        enter("finished")
+        lock.withLock { _finishedFileExisted = FileManager.default.fileExists(atPath: location.path) }
+        if let moveDownloadTo { try? FileManager.default.moveItem(at: location, to: moveDownloadTo) }
+        leave()
+    }
+    func session(_ session: Session, task: SessionTask, didCompleteWithError error: FerryError?) async {
+        enter("complete \(error.map { "\($0.code)" } ?? "ok")")
+        leave()
+        completed.continuation.yield(error)
+    }
+
+    /// Waits for the next completion (bounded by the test's own time limit).
+    func nextCompletion() async -> FerryError?? {
+        for await error in completed.stream { return .some(error) }
+        return nil
+    }
+}
