@@ -40,7 +40,7 @@ struct CLIFailure: Error {
     /// A transfer error as a failure. `FerryError.message` names hosts, never queries.
     init(_ error: FerryError) {
         self.code = error.code.description
-        self.message = error.message
+        self.message = Self.plainMessage(error)
         self.status = nil
         switch error.code {
         case .badURL, .unsupportedURL: exitStatus = ExitStatus.usage
@@ -79,6 +79,16 @@ struct CLIFailure: Error {
         return ExitCode(exitStatus)
     }
 
+    /// The engine's message, made shorter where the OS's words are noisy.
+    static func plainMessage(_ error: FerryError) -> String {
+        guard error.code == .cannotConnectToHost, let url = error.failingURL else { return error.message }
+        let cause = error.underlyingError.map { "\($0)" } ?? error.message
+        let place = "\(url.host ?? "the host"):\(url.port.map(String.init) ?? (url.scheme == "https" ? "443" : "80"))"
+        if cause.contains("refused") { return "could not connect to \(place): connection refused" }
+        if cause.contains("unreachable") { return "could not connect to \(place): unreachable" }
+        return "could not connect to \(place)"
+    }
+
     static func reason(_ status: Int) -> String {
         let known: [Int: String] = [
             400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
@@ -114,7 +124,14 @@ enum JSONOutput {
 /// Keeps secrets out of messages: URLs lose their query, user and password.
 enum Redact {
     static func url(_ text: String) -> String {
-        if let url = URL(string: text), url.scheme != nil { return url.redactedForLogs }
+        if var components = URLComponents(string: text), components.scheme != nil {
+            let hadQuery = components.query != nil
+            components.user = nil
+            components.password = nil
+            components.query = nil
+            components.fragment = nil
+            if let shown = components.string { return shown + (hadQuery ? "?…" : "") }
+        }
         // Not parseable: cut at the query and drop anything that looks like user info.
         var cut = text.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? text
         if cut.count < text.count { cut += "?…" }

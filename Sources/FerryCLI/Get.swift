@@ -8,15 +8,18 @@ struct Get: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Download a URL to a file.",
         discussion: """
-            The file is written in place. When a download stops early (Ctrl-C, a broken
-            connection, a time-out), FILE keeps the bytes received and FILE.ferry-resume
-            records the URL and the resource's validator; `ferry get URL -o FILE --continue`
-            then asks only for the rest (Range + If-Range). If the resource changed in the
-            meantime, the server sends it whole and FILE is rewritten from the start.
+            The file is written in place. When a download stops early (Ctrl-C, a
+            broken connection, a time-out), FILE keeps the bytes received, and
+            FILE.ferry-resume records the URL and the resource's validator.
+            `ferry get URL -o FILE --continue` then asks only for the rest
+            (Range + If-Range). If the resource changed meanwhile, the server
+            sends it whole and FILE is rewritten from the start.
 
-            With --many LIST, every non-empty line of LIST is a URL; each is saved under
-            --dir by its last path component, through one session limited to
-            --connections connections.
+            With --many LIST, each non-empty line of LIST is a URL, saved under
+            --dir by its last path component, all through one session limited
+            to --connections connections per host.
+
+            Exit codes: see `ferry --help`.
             """)
 
     @Argument(help: "The http or https URL to download.")
@@ -113,6 +116,7 @@ struct Get: AsyncParsableCommand {
         case .success(let result):
             bar.finish(done: result.bytesReceived, total: result.bytesReceived)
             ResumeRecord.remove(for: file)
+            if !existedBefore { applyDefaultMode(file) }
             let digest: String? = if let sha256 { sha256.lowercased() } else if options.json { try? Self.sha256(of: file) } else { nil }
             return Summary(
                 url: Redact.url(text), status: result.response.statusCode, bytes: result.bytesReceived, sha256: digest,

@@ -93,6 +93,7 @@ struct GetMany {
                 try? FileManager.default.removeItem(at: temporary)
                 return .failure(CLIFailure(exitStatus: ExitStatus.cannotWrite, code: "cannotWriteToFile", message: "cannot move the download to \(target.path)"))
             }
+            applyDefaultMode(target)
             return .success(sizeOfFile(target) ?? 0)
         } catch let error as FerryError {
             return .failure(CLIFailure(error))

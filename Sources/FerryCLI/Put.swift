@@ -7,10 +7,13 @@ struct Put: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Upload a file; print the server's response body.",
         discussion: """
-            The file is streamed from disk (memory stays flat whatever its size). Bodies of
-            1 MiB or more use the IETF resumable-upload protocol when the server speaks it,
-            so --retries continues an interrupted upload instead of restarting it.
-            On an HTTP status of 400 or more the body goes to standard error and ferry exits 22.
+            The file is streamed from disk: memory stays flat whatever its size.
+            Bodies of 1 MiB or more use the IETF resumable-upload protocol when
+            the server speaks it, so --retries continues an interrupted upload
+            instead of restarting it. On an HTTP status of 400 or more, the
+            body goes to standard error and ferry exits with 22.
+
+            Exit codes: see `ferry --help`.
             """)
 
     enum Method: String, ExpressibleByArgument, CaseIterable {

@@ -39,3 +39,11 @@ func sizeOfFile(_ url: URL) -> Int64? {
     else { return nil }
     return (attributes[.size] as? NSNumber)?.int64Value
 }
+
+/// Gives a finished download the mode a new file normally gets (0666 less the umask); the
+/// engine creates files 0600 while they are in flight.
+func applyDefaultMode(_ url: URL) {
+    let mask = umask(0)
+    umask(mask)
+    chmod(url.path, 0o666 & ~mask)
+}
