@@ -1,0 +1,108 @@
+import Ferry
+import FerryTestSupport
+import Foundation
+import Testing
+
+/// Against Debian's nginx: a server we did not write.
+@Suite("Against nginx")
+struct NginxTests {
+    func withNginx<T>(tls: Bool = false, _ body: (NginxServer) async throws -> T) async throws -> T {
+        let nginx = try await NginxServer.start(tls: tls)
+        do {
+            let value = try await body(nginx)
+            try await nginx.stop()
+            return value
+        } catch {
+            try? await nginx.stop()
+            throw error
+        }
+    }
+
+    @Test("a static file downloads byte-exact")
+    func download() async throws {
+        try await withNginx { nginx in
+            let size = 8 << 20
+            try Data(TestContent.bytes(count: size, seed: 70)).write(to: nginx.root.appendingPathComponent("big.bin"))
+            let (file, response) = try await Session.shared.download(for: Request(url: URL(string: nginx.baseURL + "/big.bin")!))
+            defer { try? FileManager.default.removeItem(at: file) }
+            #expect(response.statusCode == 200)
+            #expect(response.acceptsByteRanges)
+            #expect(try sha256Hex(ofFile: file) == TestContent.sha256Hex(count: size, seed: 70))
+        }
+    }
+
+    @Test("resume data made against nginx continues with Range and If-Range; a stale validator restarts whole")
+    func resumeAgainstNginx() async throws {
+        try await withNginx { nginx in
+            let size = 4 << 20
+            let content = Data(TestContent.bytes(count: size, seed: 71))
+            try content.write(to: nginx.root.appendingPathComponent("r.bin"))
+            let url = URL(string: nginx.baseURL + "/r.bin")!
+            let engine = try TransferEngine(configuration: EngineConfiguration())
+            defer { Task { try? await engine.shutdown() } }
+            let head = try await engine.run(Transfer(request: Request(url: url, method: "HEAD")))
+            let etag = try #require(head.response.etag)
+
+            let dir = try makeTemporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let partial = dir.appendingPathComponent("r.bin")
+            try content.prefix(1_500_000).write(to: partial)
+            let resumed = try await engine.run(Transfer(request: Request(url: url), destination: .file(partial, resume: ResumePoint(offset: 1_500_000, validator: etag))))
+            #expect(resumed.response.statusCode == 206)
+            #expect(try sha256Hex(ofFile: partial) == TestContent.sha256Hex(count: size, seed: 71))
+            #expect(nginx.accessLog().contains { $0.contains(" 206 ") && $0.contains("bytes=1500000-") && $0.contains(etag.replacingOccurrences(of: "\"", with: "")) })
+
+            // The file changed on the server (different ETag): If-Range fails, nginx sends it whole.
+            let stale = dir.appendingPathComponent("stale.bin")
+            try Data(repeating: 0xAA, count: 1_000_000).write(to: stale)
+            let restarted = try await engine.run(Transfer(request: Request(url: url), destination: .file(stale, resume: ResumePoint(offset: 1_000_000, validator: "\"0-0\""))))
+            #expect(restarted.response.statusCode == 200)
+            #expect(try sha256Hex(ofFile: stale) == TestContent.sha256Hex(count: size, seed: 71))
+        }
+    }
+
+    @Test("a PUT upload lands byte-exact in nginx's WebDAV directory")
+    func putUpload() async throws {
+        try await withNginx { nginx in
+            let dir = try makeTemporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let file = dir.appendingPathComponent("photo.bin")
+            let size = 6 << 20
+            try Data(TestContent.bytes(count: size, seed: 72)).write(to: file)
+            let (_, response) = try await Session.shared.upload(
+                for: Request(url: URL(string: nginx.baseURL + "/upload/photo.bin")!, method: "PUT"), fromFile: file)
+            #expect(response.statusCode == 201 || response.statusCode == 204)
+            #expect(try sha256Hex(ofFile: nginx.uploadDirectory.appendingPathComponent("photo.bin")) == TestContent.sha256Hex(count: size, seed: 72))
+        }
+    }
+
+    @Test("HTTPS with HTTP/2 when the CA is trusted; an untrusted certificate is refused")
+    func httpsAndHTTP2() async throws {
+        try await withNginx(tls: true) { nginx in
+            try Data(TestContent.bytes(count: 100_000, seed: 73)).write(to: nginx.root.appendingPathComponent("s.bin"))
+            let url = URL(string: try #require(nginx.httpsBaseURL) + "/s.bin")!
+
+            var trusting = Configuration.ephemeral
+            trusting.additionalTrustedCertificateFiles = [try #require(nginx.caCertificatePEMPath)]
+            let session = Session(configuration: trusting)
+            let (data, response) = try await session.data(for: Request(url: url))
+            #expect(response.httpVersion == "HTTP/2")
+            #expect(data == Data(TestContent.bytes(count: 100_000, seed: 73)))
+            session.finishTasksAndInvalidate()
+
+            var http1 = trusting
+            http1.allowsHTTP2 = false
+            let http1Session = Session(configuration: http1)
+            let (_, http1Response) = try await http1Session.data(for: Request(url: url))
+            #expect(http1Response.httpVersion == "HTTP/1.1")
+            http1Session.finishTasksAndInvalidate()
+
+            do {
+                _ = try await Session.shared.data(for: Request(url: url))
+                Issue.record("an untrusted certificate was accepted")
+            } catch let error as FerryError {
+                #expect(error.code == .serverCertificateUntrusted || error.code == .secureConnectionFailed, "\(error)")
+            }
+        }
+    }
+}
