@@ -5,9 +5,13 @@
 // | `GET/HEAD /bytes/<n>?seed=S` | n bytes of `TestContent` (see `TestHTTPServer+Bytes.swift` for options) |
 // | `GET /status/<code>?retryAfter=S` | that status, small body, optional `Retry-After` |
 // | `GET /flaky/<key>?failures=K&status=503&retryAfter=S&then=/bytes/100` | K failures, then `then` |
-// | `GET /redirect/<n>?to=/bytes/10` | 302 chain of n hops ending at `to` |
+// | `GET /redirect/<n>?to=/bytes/10` | 302 chain of n hops ending at `to` (relative Locations) |
 // | `GET /redirect-loop` | 302 to itself forever |
 // | `GET /redirect-absolute?to=URL` | 302 to an absolute URL |
+//
+// Redirects take `code=301|303|307|308` instead of 302 (any method is redirected the same).
+// Parameters whose value is itself a target (`to`, `then`) must percent-encode `?`/`&`
+// (`then=/bytes/100%3Fseed%3D4`); `retryAfter` is passed verbatim, so an HTTP-date works too.
 // | `GET /delay/<ms>` | waits, then 200 `ok` |
 // | `GET /slow-headers/<ms>` | waits before sending any header, then 200 `ok` |
 // | `PUT/POST /upload…?dropAfter=N&dropOnce=KEY&status=CODE` | reads the body streaming; 200 JSON |
@@ -58,15 +62,16 @@ extension TestHTTPServer {
         case "redirect":
             guard parts.count == 2, let n = Int(parts[1]), n >= 0 else { return try await notFound(out) }
             let to = ex.target.query["to"] ?? "/bytes/10"
-            let location = n <= 1 ? to : "/redirect/\(n - 1)?to=\(Target.encode(to))"
-            try await out.simple(.found, "redirect\n", [("location", location)])
+            var location = n <= 1 ? to : "/redirect/\(n - 1)?to=\(Target.encode(to))"
+            if n > 1, let code = ex.target.query["code"] { location += "&code=" + code }
+            try await out.simple(redirectStatus(ex), "redirect\n", [("location", location)])
             return .keepAlive
         case "redirect-loop":
-            try await out.simple(.found, "loop\n", [("location", ex.target.path)])
+            try await out.simple(redirectStatus(ex), "loop\n", [("location", ex.head.uri)])
             return .keepAlive
         case "redirect-absolute":
             let to = ex.target.query["to"] ?? baseURL + "/bytes/10"
-            try await out.simple(.found, "redirect\n", [("location", to)])
+            try await out.simple(redirectStatus(ex), "redirect\n", [("location", to)])
             return .keepAlive
         case "delay", "slow-headers":
             guard parts.count == 2, let ms = Int(parts[1]), ms >= 0 else { return try await notFound(out) }
@@ -101,6 +106,12 @@ extension TestHTTPServer {
         default:
             return try await notFound(out)
         }
+    }
+
+    /// 302 unless `code=301|303|307|308` asks for another redirect status.
+    private func redirectStatus(_ ex: Exchange) -> HTTPResponseStatus {
+        let code = ex.target.int("code") ?? 302
+        return [301, 302, 303, 307, 308].contains(code) ? .init(statusCode: code) : .found
     }
 
     private func notFound(_ out: Responder) async throws -> Outcome {

@@ -159,6 +159,10 @@ struct TestHTTPServerTests {
         #expect(chain.heads.count == 4)
         #expect(chain.status == 200)
         #expect(chain.body == TestContent.bytes(count: 10, seed: 8))
+        let temporary = try await curl(["-L", "-X", "PUT", "-d", "x", server.baseURL + "/redirect/2?code=307&to=/upload/r"])
+        #expect(temporary.heads.map { $0.first ?? "" }.filter { $0.contains(" 307 ") }.count == 2)
+        #expect(temporary.status == 200)
+        #expect(server.requests.last?.method == "PUT" && server.requests.last?.path == "/upload/r")
         let loop = try await curl(["-L", "--max-redirs", "5", server.baseURL + "/redirect-loop"])
         #expect(loop.exitCode == 47)  // too many redirects
         let absolute = try await curl([server.baseURL + "/redirect-absolute?to=http://127.0.0.1:1/x"])
