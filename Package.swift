@@ -63,6 +63,7 @@ let package = Package(
             dependencies: [
                 "Ferry",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -135,7 +136,8 @@ let package = Package(
         ),
         .testTarget(
             name: "FerryCLITests",
-            dependencies: ["FerryTestSupport"],
+            // FerryCLI: so that `swift test` builds the `ferry` binary the tests run.
+            dependencies: ["FerryCLI", "FerryTestSupport", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -145,13 +147,17 @@ let package = Package(
         ),
         .testTarget(
             name: "ByteClubServerTests",
+            // ByteClubServerApp: so that `swift test` builds the `byteclub-server` binary the kill -9 test runs.
             dependencies: [
                 "ByteClubServer",
+                "ByteClubServerApp",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),
