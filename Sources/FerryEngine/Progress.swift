@@ -3,16 +3,36 @@ import NIOConcurrencyHelpers
 /// Shared, lock-protected counters of one transfer: what moved and when, so the
 /// watchdog can tell an idle transfer and the observer gets coalesced progress.
 final class TransferProgress: Sendable {
+    /// One direction's running total and what was last reported of it.
+    struct Counter {
+        var total: Int64 = 0
+        var expected: Int64 = -1
+        var reported: Int64 = 0
+        var reportedAt = ContinuousClock.now
+
+        mutating func start(at offset: Int64, expected: Int64) {
+            total = offset
+            reported = offset
+            self.expected = expected
+        }
+
+        /// Adds `count`; returns (delta, total, expected) when a report is due: at most
+        /// every `interval`, and always for `final` unless that total was already reported.
+        mutating func add(_ count: Int, final: Bool, now: ContinuousClock.Instant) -> (Int64, Int64, Int64)? {
+            total += Int64(count)
+            guard final || now - reportedAt >= TransferProgress.interval else { return nil }
+            guard !final || total != reported || total == 0 else { return nil }
+            let delta = total - reported
+            reported = total
+            reportedAt = now
+            return (delta, total, expected)
+        }
+    }
+
     private struct State {
         var lastActivity = ContinuousClock.now
-        var sent: Int64 = 0
-        var expectedToSend: Int64 = -1
-        var sentReported: Int64 = 0
-        var sentReportedAt = ContinuousClock.now
-        var written: Int64 = 0
-        var expectedToWrite: Int64 = -1
-        var writtenReported: Int64 = 0
-        var writtenReportedAt = ContinuousClock.now
+        var sent = Counter()
+        var written = Counter()
     }
 
     /// How often progress is reported at most: smooth for a progress bar, cheap per chunk.
@@ -34,60 +54,41 @@ final class TransferProgress: Sendable {
     }
 
     var totals: (sent: Int64, written: Int64) {
-        state.withLockedValue { ($0.sent, $0.written) }
+        state.withLockedValue { ($0.sent.total, $0.written.total) }
     }
-
-    // MARK: Upload
 
     func startSending(from offset: Int64, expected: Int64) {
         state.withLockedValue {
-            $0.sent = offset
-            $0.sentReported = offset
-            $0.expectedToSend = expected
+            $0.sent.start(at: offset, expected: expected)
             $0.lastActivity = .now
         }
     }
 
+    func startWriting(from offset: Int64, expected: Int64) {
+        state.withLockedValue {
+            $0.written.start(at: offset, expected: expected)
+            $0.lastActivity = .now
+        }
+    }
+
+    // Compute the report under the lock, call the observer outside it.
+
     func didSend(_ count: Int, final: Bool = false) {
-        // Compute the report under the lock, call the observer outside it.
-        let report: (Int64, Int64, Int64)? = state.withLockedValue { s in
-            s.sent += Int64(count)
-            s.lastActivity = .now
+        let report = state.withLockedValue { s -> (Int64, Int64, Int64)? in
             let now = ContinuousClock.now
-            guard final || now - s.sentReportedAt >= Self.interval else { return nil }
-            guard final == false || s.sent != s.sentReported || s.sent == 0 else { return nil }
-            let delta = s.sent - s.sentReported
-            s.sentReported = s.sent
-            s.sentReportedAt = now
-            return (delta, s.sent, s.expectedToSend)
+            s.lastActivity = now
+            return s.sent.add(count, final: final, now: now)
         }
         if let (delta, total, expected) = report {
             observer.transferDidSend(bytes: delta, totalBytesSent: total, totalBytesExpectedToSend: expected)
         }
     }
 
-    // MARK: Download
-
-    func startWriting(from offset: Int64, expected: Int64) {
-        state.withLockedValue {
-            $0.written = offset
-            $0.writtenReported = offset
-            $0.expectedToWrite = expected
-            $0.lastActivity = .now
-        }
-    }
-
     func didWrite(_ count: Int, final: Bool = false) {
-        let report: (Int64, Int64, Int64)? = state.withLockedValue { s in
-            s.written += Int64(count)
-            s.lastActivity = .now
+        let report = state.withLockedValue { s -> (Int64, Int64, Int64)? in
             let now = ContinuousClock.now
-            guard final || now - s.writtenReportedAt >= Self.interval else { return nil }
-            guard final == false || s.written != s.writtenReported || s.written == 0 else { return nil }
-            let delta = s.written - s.writtenReported
-            s.writtenReported = s.written
-            s.writtenReportedAt = now
-            return (delta, s.written, s.expectedToWrite)
+            s.lastActivity = now
+            return s.written.add(count, final: final, now: now)
         }
         if let (delta, total, expected) = report {
             observer.transferDidWrite(bytes: delta, totalBytesWritten: total, totalBytesExpectedToWrite: expected)

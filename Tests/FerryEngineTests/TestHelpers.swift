@@ -1,27 +1,11 @@
-import Crypto
 import FerryEngine
 import FerryTestSupport
 import Foundation
 import Testing
 
-/// A fresh directory per test, removed by the caller's `defer`.
-func makeTemporaryDirectory() throws -> URL {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-test-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    return url
-}
-
-func sha256Hex(ofFile url: URL) throws -> String {
-    var hasher = SHA256()
-    let handle = try FileHandle(forReadingFrom: url)
-    defer { try? handle.close() }
-    while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty { hasher.update(data: chunk) }
-    return hasher.finalize().map { String(format: "%02x", $0) }.joined()
-}
-
-func sha256Hex(_ data: Data) -> String {
-    SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
-}
+func makeTemporaryDirectory() throws -> URL { try TestFiles.makeTemporaryDirectory() }
+func sha256Hex(ofFile url: URL) throws -> String { try TestFiles.sha256Hex(ofFile: url) }
+func sha256Hex(_ data: Data) -> String { TestFiles.sha256Hex(data) }
 
 /// Runs `body` with a started TestHTTPServer and an engine, shutting both down after.
 func withServerAndEngine<T>(

@@ -1,22 +1,11 @@
-import Crypto
 import Ferry
 import FerryTestSupport
 import Foundation
 import Testing
 
-func makeTemporaryDirectory() throws -> URL {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-test-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    return url
-}
-
-func sha256Hex(ofFile url: URL) throws -> String {
-    var hasher = SHA256()
-    let handle = try FileHandle(forReadingFrom: url)
-    defer { try? handle.close() }
-    while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty { hasher.update(data: chunk) }
-    return hasher.finalize().map { String(format: "%02x", $0) }.joined()
-}
+func makeTemporaryDirectory() throws -> URL { try TestFiles.makeTemporaryDirectory() }
+func sha256Hex(ofFile url: URL) throws -> String { try TestFiles.sha256Hex(ofFile: url) }
+func sha256Hex(_ data: Data) -> String { TestFiles.sha256Hex(data) }
 
 func withServer<T>(_ body: (TestHTTPServer) async throws -> T) async throws -> T {
     let server = try await TestHTTPServer.start()
