@@ -65,8 +65,10 @@ extension TransferEngine {
                     }
                     var copy = chunk
                     kept.writeBuffer(&copy)
+                    state.deliveredBodyBytes += Int64(chunk.readableBytes)
                     await observer.transferDidReceive(data: Data(buffer: chunk, byteTransferStrategy: .noCopy))
                 case .stream:
+                    state.deliveredBodyBytes += Int64(chunk.readableBytes)
                     await observer.transferDidReceive(data: Data(buffer: chunk, byteTransferStrategy: .noCopy))
                 }
                 progress.didWrite(chunk.readableBytes)

@@ -138,7 +138,10 @@ public final class TransferEngine: Sendable {
                 attempt += 1
             } catch let error {
                 let mapped = FerryError.from(error, url: state.request.url)
-                guard mapped.isRetryable, attempt < transfer.retry.maximumAttempts, state.canRepeat else { throw mapped }
+                // Chunks already handed to the observer cannot be taken back: a data task
+                // that delivered part of its body is not silently started again.
+                let delivered = state.deliveredBodyBytes > 0 && !state.writesToFile
+                guard mapped.isRetryable, attempt < transfer.retry.maximumAttempts, state.canRepeat, !delivered else { throw mapped }
                 let delay = transfer.retry.delay(afterFailures: attempt)
                 logger.info("retrying", metadata: ["url": "\(transfer.request.url.redactedForLogs)", "after": "\(delay)", "error": "\(mapped.shortDescription)"])
                 observer.transferWillRetry(after: delay, reason: mapped.message)
@@ -169,6 +172,12 @@ struct AttemptState {
     var uploadResource: ResumableUploadResource?
     /// False when repeating could do harm (a POST whose body left) or cannot work (a stream).
     var canRepeat: Bool
+    /// Body bytes passed to the observer so far (memory and stream destinations).
+    var deliveredBodyBytes: Int64 = 0
+    var writesToFile: Bool {
+        if case .file = transfer.destination { return true }
+        return false
+    }
 
     init(transfer: Transfer) {
         self.transfer = transfer

@@ -132,3 +132,19 @@ struct FailureTests {
         }
     }
 }
+
+@Suite("Retries never duplicate delivered data")
+struct RetryDeliveryTests {
+    @Test("an in-memory transfer cut after part of its body was delivered is not retried")
+    func noDuplicateChunks() async throws {
+        var policy = RetryPolicy.standard
+        policy.initialDelay = .milliseconds(10)
+        try await withServerAndEngine { server, engine in
+            let failure = await expectFerryError(.networkConnectionLost) {
+                try await engine.run(Transfer(request: Request(url: url(server, "/bytes/1000000?seed=1&dropAfter=300000")), retry: policy))
+            }
+            #expect(failure != nil)
+            #expect(server.requests.filter { $0.path.hasPrefix("/bytes") }.count == 1)
+        }
+    }
+}
