@@ -67,6 +67,23 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // MARK: ferryd foundations (issue: ferryd)
+        // The versioned messages and framing between library and daemon: NIOCore only,
+        // so framing cannot reach a socket or a database.
+        .target(
+            name: "FerryProtocol",
+            dependencies: [.product(name: "NIOCore", package: "swift-nio")],
+            swiftSettings: swiftSettings
+        ),
+        // Durable state: sessions, tasks, undelivered events (GRDB over SQLite, WAL).
+        .target(
+            name: "FerryStore",
+            dependencies: [
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // Real servers for tests and benchmarks: a scriptable misbehaving HTTP server,
         // a resumable-upload server on NIOResumableUpload, and an nginx harness.
         .target(
@@ -132,6 +149,16 @@ let package = Package(
         .testTarget(
             name: "FerryTests",
             dependencies: ["Ferry", "FerryTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "FerryProtocolTests",
+            dependencies: ["FerryProtocol", .product(name: "NIOEmbedded", package: "swift-nio")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "FerryStoreTests",
+            dependencies: ["FerryStore"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

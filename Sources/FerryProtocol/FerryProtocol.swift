@@ -1,0 +1,1 @@
+// The IPC protocol between Ferry and ferryd; see docs/protocol.md.

@@ -1,0 +1,1 @@
+// Durable state for ferryd; see FerryStore.swift.

@@ -1,0 +1,2 @@
+import FerryProtocol
+import Testing

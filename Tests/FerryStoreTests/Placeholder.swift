@@ -1,0 +1,2 @@
+import FerryStore
+import Testing
