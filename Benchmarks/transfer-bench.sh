@@ -175,17 +175,20 @@ for run in $(seq "$RUNS"); do
 
   say "run $run/$RUNS: ${SMALL_COUNT} × ${SMALL_KIB} KiB"
   for who in $order; do
-    rm -rf "$work/out/curl-small" "$work/out/ferry-small"
-    mkdir -p "$work/out/curl-small" "$work/out/ferry-small"
+    # A fresh folder per run, deleted only at the end: ext4 makes creating files costly
+    # right after many were deleted (recently_deleted() in inode allocation), which would
+    # measure the file system's bookkeeping rather than the clients.
+    dest="$work/out/small-$who-$run"
+    mkdir -p "$dest"
     if [ "$who" = curl ]; then
-      measure curl-small curl -s --parallel --parallel-max "$CONNECTIONS" -K "$work/curl-small.cfg"
-      got=$(find "$work/out/curl-small" -type f | wc -l)
+      sed "s#/out/curl-small/#/out/small-curl-$run/#" "$work/curl-small.cfg" >"$work/curl-small-$run.cfg"
+      measure curl-small curl -s --no-progress-meter --parallel --parallel-max "$CONNECTIONS" -K "$work/curl-small-$run.cfg"
     else
-      measure ferry-small "$FERRY" get --many "$work/ferry-small.txt" --dir "$work/out/ferry-small" --connections "$CONNECTIONS" --quiet
-      got=$(find "$work/out/ferry-small" -type f | wc -l)
+      measure ferry-small "$FERRY" get --many "$work/ferry-small.txt" --dir "$dest" --connections "$CONNECTIONS" --quiet
     fi
+    got=$(find "$dest" -type f | wc -l)
     [ "$got" -eq "$SMALL_COUNT" ] || { say "$who wrote $got of $SMALL_COUNT small files"; exit 1; }
-    if [ "$run" -eq 1 ]; then check_same "$work/www/small/f00007" "$work/out/$who-small/f00007"; fi
+    if [ "$run" -eq 1 ]; then check_same "$work/www/small/f00007" "$dest/f00007"; fi
   done
 done
 

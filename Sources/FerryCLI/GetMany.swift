@@ -94,7 +94,8 @@ struct GetMany {
                 return .failure(CLIFailure(exitStatus: ExitStatus.cannotWrite, code: "cannotWriteToFile", message: "cannot move the download to \(target.path)"))
             }
             applyDefaultMode(target)
-            return .success(sizeOfFile(target) ?? 0)
+            var info = stat()
+            return .success(stat(target.path, &info) == 0 ? Int64(info.st_size) : 0)
         } catch let error as FerryError {
             return .failure(CLIFailure(error))
         } catch {
