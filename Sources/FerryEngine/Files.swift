@@ -84,6 +84,10 @@ final class OutputFile: @unchecked Sendable {  // used by one download at a time
     }
 
     func truncate(to length: Int64) throws {
+        // An empty file stays empty without a call. Not only cheaper: on ext4, truncating to
+        // zero (even a file that already is empty) arms auto_da_alloc, and close() then
+        // starts writeback of the whole download (measured: ~4% of a 16 KiB download).
+        if length == 0, size == 0 { return }
         guard ftruncate(fd, off_t(length)) == 0 else {
             throw OutputFile.error("cannot truncate \(url.path)", url: url)
         }
