@@ -1,0 +1,82 @@
+/// An error carried by the protocol: a code to switch on and a sentence for a person.
+///
+/// The daemon sends it in ``DaemonMessage/failure(id:_:)`` (a request failed),
+/// ``DaemonMessage/refused(_:)`` (the handshake failed) and ``DaemonMessage/goodbye(_:)``
+/// (the connection is about to close). Decoding and framing throw it too.
+///
+/// ```swift
+/// catch let error as FerryProtocolError where error.code == .backgroundSessionInUseByAnotherProcess {
+///     print(error.message)
+/// }
+/// ```
+///
+/// Codes are an open set: a code this build does not know decodes as itself, so a newer
+/// daemon can add codes without breaking older clients.
+public struct FerryProtocolError: Error, Hashable, Sendable, Codable, CustomStringConvertible {
+    /// What went wrong. Compare with the static members.
+    public struct Code: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public init(from decoder: any Decoder) throws {
+            rawValue = try decoder.singleValueContainer().decode(String.self)
+        }
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            try container.encode(rawValue)
+        }
+        public var description: String { rawValue }
+
+        /// The peers share no protocol version.
+        public static let unsupportedVersion = Code(rawValue: "unsupportedVersion")
+        /// The first message was not a hello, or a hello came twice.
+        public static let handshakeRequired = Code(rawValue: "handshakeRequired")
+        /// A frame's payload is not valid JSON, or misses or mistypes a field.
+        public static let malformedMessage = Code(rawValue: "malformedMessage")
+        /// A message, request, reply or event of a `type` this build does not know.
+        public static let unknownMessageType = Code(rawValue: "unknownMessageType")
+        /// A length prefix larger than the maximum frame size.
+        public static let frameTooLarge = Code(rawValue: "frameTooLarge")
+        /// A length prefix of zero.
+        public static let emptyFrame = Code(rawValue: "emptyFrame")
+        /// A request whose fields do not make sense (empty identifier, priority out of range…).
+        public static let badRequest = Code(rawValue: "badRequest")
+        /// No background session has this identifier.
+        public static let unknownSession = Code(rawValue: "unknownSession")
+        /// The session has no task with this identifier.
+        public static let unknownTask = Code(rawValue: "unknownTask")
+        /// Another process owns this background session.
+        public static let backgroundSessionInUseByAnotherProcess = Code(
+            rawValue: "backgroundSessionInUseByAnotherProcess")
+        /// The request needs an owning connection; this one attached to watch only, or not at all.
+        public static let notOwner = Code(rawValue: "notOwner")
+        /// The peer's app does not belong to the app group it named.
+        public static let notInAppGroup = Code(rawValue: "notInAppGroup")
+        /// The task cannot do that in its state (resume a completed task…).
+        public static let invalidTaskState = Code(rawValue: "invalidTaskState")
+        /// The daemon failed on its side (its store, a file); the message says what.
+        public static let internalError = Code(rawValue: "internalError")
+    }
+
+    public var code: Code
+    /// A sentence for a person: what happened and, when there is one, what to do.
+    public var message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(code): \(message)" }
+
+    /// The refusal for peers that share no version.
+    public static func unsupportedVersion(client: ClosedRange<Int>, daemon: ClosedRange<Int>) -> FerryProtocolError {
+        FerryProtocolError(
+            .unsupportedVersion,
+            "the client speaks protocol version \(client.rendered) and ferryd speaks \(daemon.rendered): "
+                + "install matching versions of the library and ferryd (then `ferry daemon stop` to restart it)")
+    }
+}
+
+extension ClosedRange<Int> {
+    var rendered: String { lowerBound == upperBound ? "\(lowerBound)" : "\(lowerBound)–\(upperBound)" }
+}

@@ -1,0 +1,110 @@
+public import Foundation
+
+/// ferryd's answer to a successful request, inside ``DaemonMessage/reply(id:_:)``.
+///
+/// ```swift
+/// if case .reply(7, .submitted(let submitted)) = message {
+///     print(submitted.task.taskIdentifier, submitted.existing ? "(already submitted)" : "")
+/// }
+/// ```
+public enum Reply: Hashable, Sendable {
+    case attached(Attached)
+    case sessions([SessionInfo])
+    case tasks([TaskInfo])
+    case taskIdentifier(Int)
+    case submitted(Submitted)
+    /// The task after suspend, resume or cancel.
+    case task(TaskInfo)
+    case resumeData(CancelledWithResumeData)
+    case invalidated(SessionReference)
+    case acknowledged(Acknowledge)
+
+    /// The `type` this reply is written with, for logs.
+    public var typeName: String { tag.rawValue }
+
+    enum Tag: String, TypeTag {
+        case attached, sessions, tasks, taskIdentifier, submitted, task, resumeData, invalidated, acknowledged
+        static var family: String { "reply" }
+    }
+
+    var tag: Tag {
+        switch self {
+        case .attached: .attached
+        case .sessions: .sessions
+        case .tasks: .tasks
+        case .taskIdentifier: .taskIdentifier
+        case .submitted: .submitted
+        case .task: .task
+        case .resumeData: .resumeData
+        case .invalidated: .invalidated
+        case .acknowledged: .acknowledged
+        }
+    }
+}
+
+extension Reply: Codable {
+    public init(from decoder: any Decoder) throws {
+        switch try decoder.tag(Tag.self) {
+        case .attached: self = .attached(try Attached(from: decoder))
+        case .sessions: self = .sessions(try decoder.field("sessions"))
+        case .tasks: self = .tasks(try decoder.field("tasks"))
+        case .taskIdentifier: self = .taskIdentifier(try decoder.field("taskIdentifier"))
+        case .submitted: self = .submitted(try Submitted(from: decoder))
+        case .task: self = .task(try decoder.field("task"))
+        case .resumeData: self = .resumeData(try CancelledWithResumeData(from: decoder))
+        case .invalidated: self = .invalidated(try SessionReference(from: decoder))
+        case .acknowledged: self = .acknowledged(try Acknowledge(from: decoder))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        switch self {
+        case .attached(let value): try encoder.encode(tag: tag, payload: value)
+        case .sessions(let value): try encoder.encode(tag: tag, fields: ["sessions": value])
+        case .tasks(let value): try encoder.encode(tag: tag, fields: ["tasks": value])
+        case .taskIdentifier(let value): try encoder.encode(tag: tag, fields: ["taskIdentifier": value])
+        case .submitted(let value): try encoder.encode(tag: tag, payload: value)
+        case .task(let value): try encoder.encode(tag: tag, fields: ["task": value])
+        case .resumeData(let value): try encoder.encode(tag: tag, payload: value)
+        case .invalidated(let value): try encoder.encode(tag: tag, payload: value)
+        case .acknowledged(let value): try encoder.encode(tag: tag, payload: value)
+        }
+    }
+}
+
+/// The connection is attached; the session's tasks as they are now (`getAllTasks`).
+public struct Attached: Hashable, Sendable, Codable {
+    public var sessionIdentifier: String
+    /// Whether this connection owns the session (and so will receive its events).
+    public var owner: Bool
+    public var tasks: [TaskInfo]
+
+    public init(sessionIdentifier: String, owner: Bool, tasks: [TaskInfo]) {
+        self.sessionIdentifier = sessionIdentifier
+        self.owner = owner
+        self.tasks = tasks
+    }
+}
+
+/// The stored task; `existing` is true when the idempotency key had been used before and
+/// this is the task the first submission created.
+public struct Submitted: Hashable, Sendable, Codable {
+    public var task: TaskInfo
+    public var existing: Bool
+
+    public init(task: TaskInfo, existing: Bool) {
+        self.task = task
+        self.existing = existing
+    }
+}
+
+/// The cancelled download, and resume data when the server's validators allow continuing.
+public struct CancelledWithResumeData: Hashable, Sendable, Codable {
+    public var task: TaskInfo
+    public var resumeData: Data?
+
+    public init(task: TaskInfo, resumeData: Data?) {
+        self.task = task
+        self.resumeData = resumeData
+    }
+}

@@ -1,0 +1,167 @@
+/// What a client asks of ferryd, inside ``ClientMessage/request(id:_:)``.
+///
+/// Only the connection that *owns* a session (attached with `owner: true`) may submit,
+/// change tasks, acknowledge events or invalidate; a watch-only connection may list. See
+/// docs/protocol.md for the reply to each request.
+///
+/// ```swift
+/// let request = Request.acknowledge(Acknowledge(sessionIdentifier: "com.example.bg", upToSequence: 42))
+/// ```
+public enum Request: Hashable, Sendable {
+    /// Attach to a background session, creating it if needed. Reply: ``Reply/attached(_:)``.
+    case attach(AttachSession)
+    /// Every session of this user. Reply: ``Reply/sessions(_:)``.
+    case listSessions
+    /// The tasks of a session. Reply: ``Reply/tasks(_:)``.
+    case listTasks(SessionReference)
+    /// A task identifier to give a task before it is submitted. Reply: ``Reply/taskIdentifier(_:)``.
+    case reserveTaskIdentifier(SessionReference)
+    /// Store a task and schedule it. Reply: ``Reply/submitted(_:)``, once the task is on disk.
+    case submit(TaskSubmission)
+    /// Reply: ``Reply/task(_:)`` with the new state.
+    case suspend(TaskReference)
+    /// Reply: ``Reply/task(_:)`` with the new state.
+    case resume(TaskReference)
+    /// Reply: ``Reply/task(_:)`` with the new state.
+    case cancel(TaskReference)
+    /// Cancel a download and keep what it has. Reply: ``Reply/resumeData(_:)``.
+    case cancelProducingResumeData(TaskReference)
+    /// End the session: cancel its tasks, or let them finish. Reply: ``Reply/invalidated(_:)``.
+    case invalidate(Invalidate)
+    /// The client has handled every event up to a sequence number; ferryd deletes them.
+    /// Reply: ``Reply/acknowledged(_:)``.
+    case acknowledge(Acknowledge)
+
+    /// The `type` this request is written with, for logs.
+    public var typeName: String { tag.rawValue }
+
+    /// The session the request is about; nil for ``listSessions``.
+    public var sessionIdentifier: String? {
+        switch self {
+        case .attach(let attach): attach.sessionIdentifier
+        case .listSessions: nil
+        case .listTasks(let session), .reserveTaskIdentifier(let session): session.sessionIdentifier
+        case .submit(let submission): submission.sessionIdentifier
+        case .suspend(let task), .resume(let task), .cancel(let task), .cancelProducingResumeData(let task):
+            task.sessionIdentifier
+        case .invalidate(let invalidate): invalidate.sessionIdentifier
+        case .acknowledge(let ack): ack.sessionIdentifier
+        }
+    }
+
+    /// Whether only the owning connection may send this request.
+    public var requiresOwner: Bool {
+        switch self {
+        case .attach, .listSessions, .listTasks: false
+        default: true
+        }
+    }
+
+    enum Tag: String, TypeTag {
+        case attach, listSessions, listTasks, reserveTaskIdentifier, submit, suspend, resume, cancel
+        case cancelProducingResumeData, invalidate, acknowledge
+        static var family: String { "request" }
+    }
+
+    var tag: Tag {
+        switch self {
+        case .attach: .attach
+        case .listSessions: .listSessions
+        case .listTasks: .listTasks
+        case .reserveTaskIdentifier: .reserveTaskIdentifier
+        case .submit: .submit
+        case .suspend: .suspend
+        case .resume: .resume
+        case .cancel: .cancel
+        case .cancelProducingResumeData: .cancelProducingResumeData
+        case .invalidate: .invalidate
+        case .acknowledge: .acknowledge
+        }
+    }
+}
+
+extension Request: Codable {
+    public init(from decoder: any Decoder) throws {
+        switch try decoder.tag(Tag.self) {
+        case .attach: self = .attach(try AttachSession(from: decoder))
+        case .listSessions: self = .listSessions
+        case .listTasks: self = .listTasks(try SessionReference(from: decoder))
+        case .reserveTaskIdentifier: self = .reserveTaskIdentifier(try SessionReference(from: decoder))
+        case .submit: self = .submit(try TaskSubmission(from: decoder))
+        case .suspend: self = .suspend(try TaskReference(from: decoder))
+        case .resume: self = .resume(try TaskReference(from: decoder))
+        case .cancel: self = .cancel(try TaskReference(from: decoder))
+        case .cancelProducingResumeData: self = .cancelProducingResumeData(try TaskReference(from: decoder))
+        case .invalidate: self = .invalidate(try Invalidate(from: decoder))
+        case .acknowledge: self = .acknowledge(try Acknowledge(from: decoder))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        let payload: (any Encodable)?
+        switch self {
+        case .attach(let value): payload = value
+        case .listSessions: payload = nil
+        case .listTasks(let value), .reserveTaskIdentifier(let value): payload = value
+        case .submit(let value): payload = value
+        case .suspend(let value), .resume(let value), .cancel(let value), .cancelProducingResumeData(let value):
+            payload = value
+        case .invalidate(let value): payload = value
+        case .acknowledge(let value): payload = value
+        }
+        try encoder.encode(tag: tag, payload: payload)
+    }
+}
+
+/// Attach this connection to a background session.
+public struct AttachSession: Hashable, Sendable, Codable {
+    public var sessionIdentifier: String
+    /// The app group whose shared container the session uses; nil for the app's own container.
+    public var sharedContainerIdentifier: String?
+    /// True to own the session (one process at a time; it receives the events); false to
+    /// watch it (list tasks and see progress) without owning it.
+    public var owner: Bool
+
+    public init(sessionIdentifier: String, sharedContainerIdentifier: String? = nil, owner: Bool = true) {
+        self.sessionIdentifier = sessionIdentifier
+        self.sharedContainerIdentifier = sharedContainerIdentifier
+        self.owner = owner
+    }
+}
+
+/// Names a session.
+public struct SessionReference: Hashable, Sendable, Codable {
+    public var sessionIdentifier: String
+    public init(sessionIdentifier: String) { self.sessionIdentifier = sessionIdentifier }
+}
+
+/// Names a task: identifiers are unique within their session.
+public struct TaskReference: Hashable, Sendable, Codable {
+    public var sessionIdentifier: String
+    public var taskIdentifier: Int
+    public init(sessionIdentifier: String, taskIdentifier: Int) {
+        self.sessionIdentifier = sessionIdentifier
+        self.taskIdentifier = taskIdentifier
+    }
+}
+
+/// Ends a session: `invalidateAndCancel()` (cancelTasks) or `finishTasksAndInvalidate()`.
+public struct Invalidate: Hashable, Sendable, Codable {
+    public var sessionIdentifier: String
+    public var cancelTasks: Bool
+    public init(sessionIdentifier: String, cancelTasks: Bool) {
+        self.sessionIdentifier = sessionIdentifier
+        self.cancelTasks = cancelTasks
+    }
+}
+
+/// Every stored event of the session with a sequence up to and including `upToSequence` has
+/// been handled.
+public struct Acknowledge: Hashable, Sendable, Codable {
+    public var sessionIdentifier: String
+    public var upToSequence: Int64
+    public init(sessionIdentifier: String, upToSequence: Int64) {
+        self.sessionIdentifier = sessionIdentifier
+        self.upToSequence = upToSequence
+    }
+}
