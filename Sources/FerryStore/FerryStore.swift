@@ -1,1 +1,133 @@
-// Durable state for ferryd; see FerryStore.swift.
+import Foundation
+import GRDB
+public import Logging
+
+/// ferryd's durable state: background sessions, their tasks, and the events not yet
+/// acknowledged by the app. SQLite in WAL mode through GRDB; every operation is one
+/// transaction, so a change is either all on disk or not at all.
+///
+/// A write returns only once its transaction has committed: a task handed back by
+/// ``submit(_:now:)`` survives `kill -9` and a reboot (invariant 1). Events are deleted only
+/// by ``acknowledge(session:upTo:)`` (invariant 2).
+///
+/// ```swift
+/// let store = try FerryStore(path: dataDirectory + "/ferryd.sqlite")
+/// _ = try await store.openSession("com.example.bg", appBundleIdentifier: "com.example.app")
+/// let submitted = try await store.submit(NewTask(
+///     sessionIdentifier: "com.example.bg", kind: .download, url: "https://example.com/big.iso"))
+/// for task in try await store.runnableTasks(now: Date()) { start(task) }
+/// ```
+///
+/// - warning: One ferryd per file. WAL lets readers in other processes (a debugging `sqlite3`)
+///   look while ferryd writes, but two daemons writing the same store would each believe they
+///   own its sessions.
+public final class FerryStore: Sendable {
+    /// The database file.
+    public let path: String
+    let pool: DatabasePool
+    let logger: Logger
+
+    /// Opens the store at `path`, creating the file if there is none, and migrates it to the
+    /// newest schema.
+    ///
+    /// - Throws: ``FerryStoreError`` with ``FerryStoreError/Code/notADatabase`` when the file is
+    ///   not a SQLite database (it is left untouched), ``FerryStoreError/Code/databaseTooNew``
+    ///   when a newer ferryd wrote it, ``FerryStoreError/Code/cannotOpen`` when its folder is
+    ///   missing or not ours.
+    public init(path: String, logger: Logger = Logger(label: "ferry.store")) throws {
+        self.path = path
+        self.logger = logger
+        try Self.refuseForeignFile(at: path)
+
+        var configuration = Configuration()
+        configuration.foreignKeysEnabled = true
+        configuration.journalMode = .wal
+        configuration.busyMode = .timeout(10)
+        configuration.label = "ferry.store"
+        do {
+            pool = try DatabasePool(path: path, configuration: configuration)
+        } catch {
+            throw FerryStoreError.wrapping(error, path: path, while: "open the database")
+        }
+        do {
+            try migrate()
+        } catch {
+            try? pool.close()
+            throw error
+        }
+    }
+
+    /// Closes the database. Later calls fail with ``FerryStoreError/Code/closed``.
+    public func close() throws {
+        do {
+            try pool.close()
+        } catch {
+            throw FerryStoreError.wrapping(error, path: path, while: "close the database")
+        }
+    }
+
+    private func migrate() throws {
+        let migrator = Schema.migrator
+        do {
+            let (superseded, applied) = try pool.read { db in
+                (try migrator.hasBeenSuperseded(db), try migrator.appliedIdentifiers(db))
+            }
+            if superseded {
+                throw FerryStoreError(
+                    .databaseTooNew,
+                    "the database was written by a newer ferryd: run that version, or move the file away to start empty",
+                    path: path)
+            }
+            try migrator.migrate(pool)
+            let now = try pool.read { db in try migrator.appliedIdentifiers(db) }
+            let new = now.subtracting(applied)
+            if !new.isEmpty {
+                logger.info("store migrated", metadata: ["path": "\(path)", "migrations": "\(new.sorted())"])
+            }
+        } catch let error as FerryStoreError {
+            throw error
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_NOTADB || error.resultCode == .SQLITE_CORRUPT {
+            throw FerryStoreError.notADatabase(path: path, underlying: error)
+        } catch {
+            throw FerryStoreError(
+                .migrationFailed, "could not bring the database to the current schema; it stays as it was",
+                path: path, underlying: error)
+        }
+    }
+
+    /// A file that exists, is not empty and does not start with SQLite's header is someone
+    /// else's: refuse it before SQLite gets a chance to write to it.
+    private static func refuseForeignFile(at path: String) throws {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return }  // absent (or unreadable: SQLite will say)
+        defer { try? handle.close() }
+        let header: Data
+        do {
+            header = try handle.read(upToCount: 16) ?? Data()
+        } catch {
+            throw FerryStoreError(.cannotOpen, "cannot read the database file: check its permissions", path: path, underlying: error)
+        }
+        if !header.isEmpty && header != Data("SQLite format 3\0".utf8) {
+            throw FerryStoreError.notADatabase(path: path)
+        }
+    }
+
+    // MARK: Transactions
+
+    /// Runs `body` in one write transaction; any error rolls it back and comes out as a
+    /// ``FerryStoreError``.
+    func write<T: Sendable>(_ doing: String, _ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try await pool.write(body)
+        } catch {
+            throw FerryStoreError.wrapping(error, path: path, while: doing)
+        }
+    }
+
+    func read<T: Sendable>(_ doing: String, _ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try await pool.read(body)
+        } catch {
+            throw FerryStoreError.wrapping(error, path: path, while: doing)
+        }
+    }
+}

@@ -1,0 +1,56 @@
+public import Foundation
+import GRDB
+
+extension FerryStore {
+    /// Stores an event and returns it with its sequence number.
+    ///
+    /// - Throws: ``FerryStoreError/Code/constraintViolation`` for an unknown session or task,
+    ///   or a payload that is not JSON.
+    @discardableResult
+    public func appendEvent(_ event: NewEvent, now: Date = Date()) async throws -> EventRecord {
+        try await write("store an event for \(event.sessionIdentifier)") { db in
+            try Self.insertEvent(db, event, now: now)
+        }
+    }
+
+    /// The session's events with a sequence above `after`, oldest first, at most `limit`.
+    public func undeliveredEvents(in session: String, after sequence: Int64 = 0, limit: Int = 500) async throws -> [EventRecord] {
+        try await read("read the events of \(session)") { db in
+            try EventRecord.fetchAll(
+                db,
+                sql: "SELECT * FROM event WHERE session_identifier = ? AND sequence > ? ORDER BY sequence LIMIT ?",
+                arguments: [session, sequence, max(0, limit)])
+        }
+    }
+
+    /// Deletes the session's events up to and including `sequence`, once the client has
+    /// handled them; other sessions' events and later ones stay. Returns how many went.
+    @discardableResult
+    public func acknowledge(session: String, upTo sequence: Int64) async throws -> Int {
+        try await write("acknowledge the events of \(session)") { db in
+            try db.execute(
+                sql: "DELETE FROM event WHERE session_identifier = ? AND sequence <= ?", arguments: [session, sequence])
+            return db.changesCount
+        }
+    }
+
+    /// Sessions that have events waiting: the ones whose app ferryd launches when no process
+    /// owns them.
+    public func sessionsWithUndeliveredEvents() async throws -> [String] {
+        try await read("list sessions with events") { db in
+            try String.fetchAll(db, sql: "SELECT DISTINCT session_identifier FROM event ORDER BY session_identifier")
+        }
+    }
+
+    static func insertEvent(_ db: Database, _ event: NewEvent, now: Date) throws -> EventRecord {
+        try db.execute(
+            sql: """
+                INSERT INTO event (session_identifier, task_identifier, kind, payload, created_at)
+                VALUES (?, ?, ?, ?, ?)
+                """,
+            arguments: [event.sessionIdentifier, event.taskIdentifier, event.kind, event.payload, now.timeIntervalSince1970])
+        return EventRecord(
+            sequence: db.lastInsertedRowID, sessionIdentifier: event.sessionIdentifier, taskIdentifier: event.taskIdentifier,
+            kind: event.kind, payload: event.payload, createdAt: now)
+    }
+}

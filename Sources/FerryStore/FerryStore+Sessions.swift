@@ -1,0 +1,81 @@
+public import Foundation
+import GRDB
+
+extension FerryStore {
+    /// The session with this identifier, created if there is none. `created` says which.
+    ///
+    /// An existing session is returned as it is: whether the caller may use it (same app,
+    /// same group) is ferryd's decision.
+    public func openSession(
+        _ identifier: String,
+        appBundleIdentifier: String,
+        sharedContainerIdentifier: String? = nil,
+        now: Date = Date()
+    ) async throws -> (session: SessionRecord, created: Bool) {
+        try await write("open session \(identifier)") { db in
+            if let existing = try SessionRecord.fetchOne(db, sql: "SELECT * FROM session WHERE identifier = ?", arguments: [identifier]) {
+                return (existing, false)
+            }
+            let session = SessionRecord(
+                identifier: identifier, appBundleIdentifier: appBundleIdentifier,
+                sharedContainerIdentifier: sharedContainerIdentifier, createdAt: now)
+            try Stored(session).insert(db)
+            return (session, true)
+        }
+    }
+
+    /// The session with this identifier, if there is one.
+    public func session(_ identifier: String) async throws -> SessionRecord? {
+        try await read("read session \(identifier)") { db in
+            try SessionRecord.fetchOne(db, sql: "SELECT * FROM session WHERE identifier = ?", arguments: [identifier])
+        }
+    }
+
+    /// Every session, oldest first.
+    public func sessions() async throws -> [SessionRecord] {
+        try await read("list sessions") { db in
+            try SessionRecord.fetchAll(db, sql: "SELECT * FROM session ORDER BY created_at, identifier")
+        }
+    }
+
+    /// Deletes a session with its tasks and events. Returns false if there was none.
+    public func deleteSession(_ identifier: String) async throws -> Bool {
+        try await write("delete session \(identifier)") { db in
+            try db.execute(sql: "DELETE FROM session WHERE identifier = ?", arguments: [identifier])
+            return db.changesCount > 0
+        }
+    }
+
+    /// Reserves the session's next task identifier (1, 2, 3…); identifiers are never reused,
+    /// even after their task is deleted. Pass it in ``NewTask/taskIdentifier`` to submit later.
+    ///
+    /// - Throws: ``FerryStoreError/Code/unknownSession``.
+    public func nextTaskIdentifier(in session: String) async throws -> Int {
+        try await write("reserve a task identifier in \(session)") { db in
+            try Self.reserveTaskIdentifier(db, session: session, path: self.path)
+        }
+    }
+
+    static func reserveTaskIdentifier(_ db: Database, session: String, path: String) throws -> Int {
+        try db.execute(
+            sql: "UPDATE session SET last_task_identifier = last_task_identifier + 1 WHERE identifier = ?",
+            arguments: [session])
+        guard db.changesCount == 1,
+            let identifier = try Int.fetchOne(
+                db, sql: "SELECT last_task_identifier FROM session WHERE identifier = ?", arguments: [session])
+        else {
+            throw FerryStoreError.unknownSession(session, path: path)
+        }
+        return identifier
+    }
+}
+
+extension FerryStoreError {
+    static func unknownSession(_ session: String, path: String) -> FerryStoreError {
+        FerryStoreError(.unknownSession, "no session \"\(session)\": open it first", path: path)
+    }
+
+    static func unknownTask(_ task: Int, session: String, path: String) -> FerryStoreError {
+        FerryStoreError(.unknownTask, "session \"\(session)\" has no task \(task)", path: path)
+    }
+}

@@ -1,0 +1,191 @@
+public import Foundation
+import GRDB
+
+extension FerryStore {
+    /// Stores a new task in one transaction and returns it, on disk.
+    ///
+    /// When the task carries an idempotency key already used in its session, nothing is
+    /// written and the task the first submission created is returned with `isNew == false`,
+    /// whatever else the second submission says.
+    ///
+    /// - Throws: ``FerryStoreError/Code/unknownSession``; ``FerryStoreError/Code/invalidTask``
+    ///   for a value the schema refuses (priority outside 0…1, an upload without a body file,
+    ///   a task identifier that was not reserved or is taken). Nothing is written then.
+    public func submit(_ task: NewTask, now: Date = Date()) async throws -> SubmitResult {
+        let path = self.path
+        return try await write("submit a task to \(task.sessionIdentifier)") { db in
+            if let key = task.idempotencyKey,
+                let existing = try TaskRecord.fetchOne(
+                    db, sql: "SELECT * FROM task WHERE session_identifier = ? AND idempotency_key = ?",
+                    arguments: [task.sessionIdentifier, key])
+            {
+                return SubmitResult(task: existing, isNew: false)
+            }
+            guard task.initialState == .waiting || task.initialState == .suspended else {
+                throw FerryStoreError(.invalidTask, "a new task starts waiting or suspended, not \(task.initialState)", path: path)
+            }
+            let identifier: Int
+            if let reserved = task.taskIdentifier {
+                let last = try Int.fetchOne(
+                    db, sql: "SELECT last_task_identifier FROM session WHERE identifier = ?", arguments: [task.sessionIdentifier])
+                guard let last else { throw FerryStoreError.unknownSession(task.sessionIdentifier, path: path) }
+                guard reserved >= 1, reserved <= last else {
+                    throw FerryStoreError(
+                        .invalidTask, "task identifier \(reserved) was not reserved with nextTaskIdentifier(in:)", path: path)
+                }
+                identifier = reserved
+            } else {
+                identifier = try Self.reserveTaskIdentifier(db, session: task.sessionIdentifier, path: path)
+            }
+            let record = task.record(identifier: identifier, now: now)
+            try Stored(record).insert(db)
+            return SubmitResult(task: record, isNew: true)
+        }
+    }
+
+    /// The task, if the session has one with this identifier.
+    public func task(session: String, task: Int) async throws -> TaskRecord? {
+        try await read("read task \(task) of \(session)") { db in
+            try Self.fetchTask(db, session: session, task: task)
+        }
+    }
+
+    /// The session's tasks, in the order they were created.
+    public func tasks(in session: String) async throws -> [TaskRecord] {
+        try await read("list the tasks of \(session)") { db in
+            try TaskRecord.fetchAll(
+                db, sql: "SELECT * FROM task WHERE session_identifier = ? ORDER BY task_identifier", arguments: [session])
+        }
+    }
+
+    /// Waiting tasks of every session that may start at `now`: their begin date and next
+    /// attempt time (if any) have passed. Highest priority first, then oldest first.
+    /// Connection limits are not the store's business: ferryd skips what it cannot start.
+    public func runnableTasks(now: Date, limit: Int = 100) async throws -> [TaskRecord] {
+        try await read("list runnable tasks") { db in
+            try TaskRecord.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM task
+                    WHERE state = 'waiting'
+                      AND (earliest_begin_date IS NULL OR earliest_begin_date <= :now)
+                      AND (next_attempt_at IS NULL OR next_attempt_at <= :now)
+                    ORDER BY priority DESC, created_at, rowid
+                    LIMIT :limit
+                    """,
+                arguments: ["now": now.timeIntervalSince1970, "limit": max(0, limit)])
+        }
+    }
+
+    /// When the next waiting task becomes runnable: `now` if one already is, nil if no task
+    /// is waiting. ferryd sleeps until then (or until something new is submitted).
+    public func nextRunnableDate(after now: Date) async throws -> Date? {
+        let seconds = try await read("find the next runnable time") { db in
+            try Double.fetchOne(
+                db,
+                sql: """
+                    SELECT MIN(MAX(COALESCE(earliest_begin_date, 0), COALESCE(next_attempt_at, 0)))
+                    FROM task WHERE state = 'waiting'
+                    """)
+        }
+        return seconds.map { max(now, Date(timeIntervalSince1970: $0)) }
+    }
+
+    /// Changes one task in one transaction, and stores `events` in the same transaction, so a
+    /// task is never marked completed without its completion event, nor the other way round.
+    ///
+    /// `change` gets the task as stored and may change any field but its identity, kind and
+    /// idempotency key (those are refused). `updatedAt` is set to `now`. If `change` or any
+    /// write throws, nothing is written.
+    ///
+    /// - Throws: ``FerryStoreError/Code/unknownTask``; ``FerryStoreError/Code/invalidTransition``
+    ///   when the task is in a final state and `change` moves it to another;
+    ///   ``FerryStoreError/Code/invalidTask`` for values the schema refuses.
+    @discardableResult
+    public func updateTask(
+        session: String,
+        task identifier: Int,
+        appending events: [NewEvent] = [],
+        now: Date = Date(),
+        _ change: @escaping @Sendable (inout TaskRecord) throws -> Void
+    ) async throws -> TaskRecord {
+        let path = self.path
+        return try await write("update task \(identifier) of \(session)") { db in
+            guard let before = try Self.fetchTask(db, session: session, task: identifier) else {
+                throw FerryStoreError.unknownTask(identifier, session: session, path: path)
+            }
+            var after = before
+            try change(&after)
+            guard after.sessionIdentifier == before.sessionIdentifier, after.taskIdentifier == before.taskIdentifier,
+                after.kind == before.kind, after.idempotencyKey == before.idempotencyKey, after.createdAt == before.createdAt
+            else {
+                throw FerryStoreError(.invalidTask, "a task's identity, kind, idempotency key and creation time do not change", path: path)
+            }
+            if before.state.isFinal && after.state != before.state {
+                throw FerryStoreError(
+                    .invalidTransition,
+                    "task \(identifier) of \"\(session)\" is \(before.state) and cannot become \(after.state): submit a new task",
+                    path: path)
+            }
+            after.updatedAt = now
+            try Stored(after).update(db)
+            for event in events {
+                _ = try Self.insertEvent(db, event, now: now)
+            }
+            return after
+        }
+    }
+
+    /// Sets a task's state, and its last error when one is given, in one transaction.
+    @discardableResult
+    public func updateState(
+        session: String, task: Int, to state: TaskRecord.State,
+        errorCode: String? = nil, errorMessage: String? = nil,
+        appending events: [NewEvent] = [], now: Date = Date()
+    ) async throws -> TaskRecord {
+        try await updateTask(session: session, task: task, appending: events, now: now) { record in
+            record.state = state
+            if let errorCode {
+                record.lastErrorCode = errorCode
+                record.lastErrorMessage = errorMessage
+            }
+        }
+    }
+
+    /// Records how far a transfer got. Cheap enough to call every few seconds while it runs.
+    public func updateProgress(
+        session: String, task: Int, bytesSent: Int64, bytesReceived: Int64,
+        bytesExpectedToSend: Int64?, bytesExpectedToReceive: Int64?, now: Date = Date()
+    ) async throws {
+        let path = self.path
+        try await write("record the progress of task \(task) of \(session)") { db in
+            try db.execute(
+                sql: """
+                    UPDATE task SET bytes_sent = ?, bytes_received = ?, bytes_expected_to_send = ?,
+                                    bytes_expected_to_receive = ?, updated_at = ?
+                    WHERE session_identifier = ? AND task_identifier = ?
+                    """,
+                arguments: [bytesSent, bytesReceived, bytesExpectedToSend, bytesExpectedToReceive,
+                            now.timeIntervalSince1970, session, task])
+            guard db.changesCount == 1 else { throw FerryStoreError.unknownTask(task, session: session, path: path) }
+        }
+    }
+
+    /// After a crash or restart, tasks stored as `running` are not running: makes them
+    /// `waiting` again so they are scheduled (and resumed from their resume point). Returns
+    /// how many there were. Call once at start-up, before scheduling.
+    @discardableResult
+    public func requeueInterruptedTasks(now: Date = Date()) async throws -> Int {
+        try await write("requeue interrupted tasks") { db in
+            try db.execute(
+                sql: "UPDATE task SET state = 'waiting', updated_at = ? WHERE state = 'running'",
+                arguments: [now.timeIntervalSince1970])
+            return db.changesCount
+        }
+    }
+
+    static func fetchTask(_ db: Database, session: String, task: Int) throws -> TaskRecord? {
+        try TaskRecord.fetchOne(
+            db, sql: "SELECT * FROM task WHERE session_identifier = ? AND task_identifier = ?", arguments: [session, task])
+    }
+}

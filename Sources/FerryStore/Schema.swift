@@ -1,0 +1,76 @@
+import GRDB
+
+/// The schema's history. Each migration is SQL, runs in one transaction, and is never edited
+/// once released: a change is a new migration appended below.
+enum Schema {
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: v1)
+        }
+        return migrator
+    }
+
+    static let v1 = """
+        CREATE TABLE session (
+            identifier TEXT PRIMARY KEY NOT NULL
+                CONSTRAINT session_identifier_length CHECK (length(identifier) BETWEEN 1 AND 1024),
+            app_bundle_identifier TEXT NOT NULL
+                CONSTRAINT session_bundle_identifier_length CHECK (length(app_bundle_identifier) > 0),
+            shared_container_identifier TEXT
+                CONSTRAINT session_container_identifier_length CHECK (length(shared_container_identifier) > 0),
+            last_task_identifier INTEGER NOT NULL DEFAULT 0
+                CONSTRAINT session_last_task_identifier CHECK (last_task_identifier >= 0),
+            created_at DOUBLE NOT NULL
+        );
+
+        CREATE TABLE task (
+            session_identifier TEXT NOT NULL REFERENCES session(identifier) ON DELETE CASCADE,
+            task_identifier INTEGER NOT NULL CONSTRAINT task_identifier_positive CHECK (task_identifier >= 1),
+            kind TEXT NOT NULL CONSTRAINT task_kind CHECK (kind IN ('data', 'download', 'upload')),
+            state TEXT NOT NULL
+                CONSTRAINT task_state CHECK (state IN ('waiting', 'running', 'suspended', 'completed', 'failed', 'cancelled')),
+            url TEXT NOT NULL CONSTRAINT task_url CHECK (length(url) > 0),
+            method TEXT NOT NULL CONSTRAINT task_method CHECK (length(method) > 0),
+            headers TEXT NOT NULL DEFAULT '[]' CONSTRAINT task_headers_json CHECK (json_valid(headers)),
+            body_file TEXT,
+            destination_file TEXT,
+            bytes_sent INTEGER NOT NULL DEFAULT 0 CONSTRAINT task_bytes_sent CHECK (bytes_sent >= 0),
+            bytes_received INTEGER NOT NULL DEFAULT 0 CONSTRAINT task_bytes_received CHECK (bytes_received >= 0),
+            bytes_expected_to_send INTEGER CONSTRAINT task_bytes_expected_to_send CHECK (bytes_expected_to_send >= 0),
+            bytes_expected_to_receive INTEGER
+                CONSTRAINT task_bytes_expected_to_receive CHECK (bytes_expected_to_receive >= 0),
+            resume_validator TEXT,
+            resume_offset INTEGER CONSTRAINT task_resume_offset CHECK (resume_offset >= 0),
+            upload_resource_url TEXT,
+            upload_interop_version INTEGER CONSTRAINT task_upload_interop_version CHECK (upload_interop_version > 0),
+            idempotency_key TEXT CONSTRAINT task_idempotency_key_length CHECK (length(idempotency_key) BETWEEN 1 AND 256),
+            priority DOUBLE NOT NULL DEFAULT 0.5 CONSTRAINT task_priority_range CHECK (priority >= 0 AND priority <= 1),
+            earliest_begin_date DOUBLE,
+            attempt_count INTEGER NOT NULL DEFAULT 0 CONSTRAINT task_attempt_count CHECK (attempt_count >= 0),
+            next_attempt_at DOUBLE,
+            last_error_code TEXT,
+            last_error_message TEXT,
+            task_description TEXT,
+            created_at DOUBLE NOT NULL,
+            updated_at DOUBLE NOT NULL,
+            PRIMARY KEY (session_identifier, task_identifier),
+            CONSTRAINT task_idempotency_key_unique UNIQUE (session_identifier, idempotency_key),
+            CONSTRAINT task_upload_needs_body CHECK (kind <> 'upload' OR body_file IS NOT NULL),
+            CONSTRAINT task_resume_point CHECK ((resume_offset IS NULL) = (resume_validator IS NULL))
+        );
+        CREATE INDEX task_by_state ON task(state, priority DESC, created_at);
+
+        CREATE TABLE event (
+            sequence INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_identifier TEXT NOT NULL REFERENCES session(identifier) ON DELETE CASCADE,
+            task_identifier INTEGER,
+            kind TEXT NOT NULL CONSTRAINT event_kind CHECK (length(kind) > 0),
+            payload TEXT NOT NULL CONSTRAINT event_payload_json CHECK (json_valid(payload)),
+            created_at DOUBLE NOT NULL,
+            FOREIGN KEY (session_identifier, task_identifier)
+                REFERENCES task(session_identifier, task_identifier) ON DELETE CASCADE
+        );
+        CREATE INDEX event_by_session ON event(session_identifier, sequence);
+        """
+}

@@ -1,0 +1,39 @@
+public import Foundation
+
+/// A background session: one row of the `session` table.
+///
+/// ```swift
+/// let (session, created) = try await store.openSession(
+///     "com.example.app.bg", appBundleIdentifier: "com.example.app", sharedContainerIdentifier: "group.example")
+/// ```
+public struct SessionRecord: Hashable, Sendable, Codable {
+    /// The identifier the app gave `Configuration.background(identifier:)`.
+    public var identifier: String
+    /// The containing app: the one ferryd launches for this session's events.
+    public var appBundleIdentifier: String
+    /// The app group whose container holds the session's files, if any.
+    public var sharedContainerIdentifier: String?
+    public var createdAt: Date
+    /// The last task identifier handed out; identifiers are never reused within a session.
+    public internal(set) var lastTaskIdentifier: Int
+
+    public init(identifier: String, appBundleIdentifier: String, sharedContainerIdentifier: String? = nil, createdAt: Date) {
+        self.identifier = identifier
+        self.appBundleIdentifier = appBundleIdentifier
+        self.sharedContainerIdentifier = sharedContainerIdentifier
+        self.createdAt = createdAt
+        self.lastTaskIdentifier = 0
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case identifier
+        case appBundleIdentifier = "app_bundle_identifier"
+        case sharedContainerIdentifier = "shared_container_identifier"
+        case createdAt = "created_at"
+        case lastTaskIdentifier = "last_task_identifier"
+    }
+}
+
+extension SessionRecord: StoredRecord {
+    static let databaseTableName = "session"
+}

@@ -1,0 +1,97 @@
+import Foundation
+@testable import FerryProtocol
+import NIOCore
+
+/// One value of every message, request, reply and event, with every optional field set in
+/// some and left out in others.
+enum Fixtures {
+    static let session = "com.example.app.background"
+    static let url = URL(string: "https://127.0.0.1:8443/upload?name=a%20b")!
+    static let date = Date(timeIntervalSince1970: 1_795_000_000.25)
+
+    static let fullSubmission = TaskSubmission(
+        sessionIdentifier: session, taskIdentifier: 4, kind: .upload,
+        request: TaskRequest(url: url, method: "POST", headers: [Header("Content-Type", "image/jpeg"), Header("X-A", "1"), Header("X-A", "2")]),
+        bodyFile: "/home/me/.local/share/ferry/groups/group.example/photo.jpg",
+        destination: nil, idempotencyKey: "share-001", priority: 0.75, earliestBeginDate: date,
+        taskDescription: "photo.jpg → imgur", resumeData: nil)
+
+    static let minimalSubmission = TaskSubmission(
+        sessionIdentifier: session, kind: .download, request: TaskRequest(url: URL(string: "http://localhost/x")!),
+        resumeData: Data([0x46, 0x45, 0x52, 0x52, 0x00, 0xff]))
+
+    static let task = TaskInfo(
+        sessionIdentifier: session, taskIdentifier: 4, kind: .upload, state: .waiting, request: fullSubmission.request,
+        taskDescription: "photo", idempotencyKey: "share-001", priority: 0.75, earliestBeginDate: date,
+        bytesSent: 1_024, bytesReceived: 0, bytesExpectedToSend: 4_096, bytesExpectedToReceive: nil,
+        attemptCount: 2, nextAttemptDate: date.addingTimeInterval(30),
+        lastError: FerryProtocolError(FerryProtocolError.Code(rawValue: "networkConnectionLost"), "the connection broke"))
+
+    static let bareTask = TaskInfo(
+        sessionIdentifier: session, taskIdentifier: 1, kind: .data, state: .completed,
+        request: TaskRequest(url: URL(string: "http://localhost/")!))
+
+    static let requests: [Request] = [
+        .attach(AttachSession(sessionIdentifier: session, sharedContainerIdentifier: "group.example", owner: true)),
+        .attach(AttachSession(sessionIdentifier: session, owner: false)),
+        .listSessions,
+        .listTasks(SessionReference(sessionIdentifier: session)),
+        .reserveTaskIdentifier(SessionReference(sessionIdentifier: session)),
+        .submit(fullSubmission),
+        .submit(minimalSubmission),
+        .suspend(TaskReference(sessionIdentifier: session, taskIdentifier: 4)),
+        .resume(TaskReference(sessionIdentifier: session, taskIdentifier: 4)),
+        .cancel(TaskReference(sessionIdentifier: session, taskIdentifier: 4)),
+        .cancelProducingResumeData(TaskReference(sessionIdentifier: session, taskIdentifier: 4)),
+        .invalidate(Invalidate(sessionIdentifier: session, cancelTasks: true)),
+        .acknowledge(Acknowledge(sessionIdentifier: session, upToSequence: 42)),
+    ]
+
+    static let replies: [Reply] = [
+        .attached(Attached(sessionIdentifier: session, owner: true, tasks: [task, bareTask])),
+        .sessions([
+            SessionInfo(sessionIdentifier: session, appBundleIdentifier: "com.example.app", sharedContainerIdentifier: "group.example",
+                        isOwned: true, taskCount: 2, undeliveredEventCount: 3),
+            SessionInfo(sessionIdentifier: "other", appBundleIdentifier: "com.example.other", isOwned: false, taskCount: 0, undeliveredEventCount: 0),
+        ]),
+        .tasks([]),
+        .tasks([task]),
+        .taskIdentifier(17),
+        .submitted(Submitted(task: task, existing: true)),
+        .task(bareTask),
+        .resumeData(CancelledWithResumeData(task: bareTask, resumeData: Data("FERRYRD\n{}".utf8))),
+        .resumeData(CancelledWithResumeData(task: bareTask, resumeData: nil)),
+        .invalidated(SessionReference(sessionIdentifier: session)),
+        .acknowledged(Acknowledge(sessionIdentifier: session, upToSequence: 9)),
+    ]
+
+    static let eventKinds: [EventKind] = [
+        .response(ResponseHead(statusCode: 201, headers: [Header("Location", "/files/1")])),
+        .data(Data("{\"id\":\"abc\"}".utf8)),
+        .downloadFinished(DownloadFinished(location: "/tmp/ferry/dl-1.tmp")),
+        .completed,
+        .failed(TransferFailure(code: "cancelled", message: "cancelled by the app", resumeData: Data([1, 2, 3]))),
+        .failed(TransferFailure(code: "timedOut", message: "no progress for 60 s")),
+    ]
+
+    static let clientMessages: [ClientMessage] =
+        [.hello(Hello(clientName: "ferry-cli", pid: 42)),
+         .hello(Hello(protocolVersion: 3, minimumProtocolVersion: 1, clientName: "com.example.app", pid: Int32.max))]
+        + requests.enumerated().map { .request(id: UInt64($0.offset) + 1, $0.element) }
+        + [.request(id: UInt64.max, .listSessions)]
+
+    static let daemonMessages: [DaemonMessage] =
+        [.welcome(Welcome(protocolVersion: 1, daemonVersion: "0.1.0")),
+         .refused(.unsupportedVersion(client: 2...2, daemon: 1...1)),
+         .failure(id: 3, FerryProtocolError(.backgroundSessionInUseByAnotherProcess, "pid 77 owns it")),
+         .progress(TaskProgress(sessionIdentifier: session, taskIdentifier: 4, bytesSent: 10, bytesReceived: 0, bytesExpectedToSend: 100)),
+         .progress(TaskProgress(sessionIdentifier: session, taskIdentifier: 5)),
+         .eventsFinished(sessionIdentifier: session),
+         .goodbye(FerryProtocolError(.frameTooLarge, "too big"))]
+        + replies.enumerated().map { .reply(id: UInt64($0.offset), $0.element) }
+        + eventKinds.enumerated().map {
+            .event(Event(sequence: Int64($0.offset) + 1, sessionIdentifier: session, taskIdentifier: $0.offset == 0 ? nil : 4, kind: $0.element))
+        }
+
+    static func buffer(_ text: String) -> ByteBuffer { ByteBuffer(string: text) }
+}

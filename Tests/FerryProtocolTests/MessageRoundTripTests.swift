@@ -1,0 +1,119 @@
+import Foundation
+@testable import FerryProtocol
+import NIOCore
+import Testing
+
+@Suite("Messages round-trip through JSON")
+struct MessageRoundTripTests {
+    let coder = MessageCoder()
+
+    @Test("the fixtures cover every message, request, reply and event type")
+    func fixturesCoverEveryType() {
+        #expect(Set(Fixtures.clientMessages.map(\.tag)) == Set(ClientMessage.Tag.allCases))
+        #expect(Set(Fixtures.daemonMessages.map(\.tag)) == Set(DaemonMessage.Tag.allCases))
+        #expect(Set(Fixtures.requests.map(\.tag)) == Set(Request.Tag.allCases))
+        #expect(Set(Fixtures.replies.map(\.tag)) == Set(Reply.Tag.allCases))
+        #expect(Set(Fixtures.eventKinds.map(\.tag)) == Set(EventKind.Tag.allCases))
+    }
+
+    @Test("every client message decodes to itself", arguments: Fixtures.clientMessages)
+    func clientMessage(_ message: ClientMessage) throws {
+        let payload = try coder.encode(message)
+        #expect(try coder.decode(ClientMessage.self, from: payload) == message)
+    }
+
+    @Test("every daemon message decodes to itself", arguments: Fixtures.daemonMessages)
+    func daemonMessage(_ message: DaemonMessage) throws {
+        let payload = try coder.encode(message)
+        #expect(try coder.decode(DaemonMessage.self, from: payload) == message)
+    }
+
+    @Test("the wire form is flat JSON with a type key, sorted keys and plain slashes")
+    func wireShape() throws {
+        let hello = try coder.encode(ClientMessage.hello(Hello(clientName: "ferry-cli", pid: 42)))
+        #expect(String(buffer: hello) == #"{"clientName":"ferry-cli","pid":42,"protocolVersion":1,"type":"hello"}"#)
+
+        let ack = try coder.encode(ClientMessage.request(id: 7, .acknowledge(Acknowledge(sessionIdentifier: "s", upToSequence: 3))))
+        #expect(String(buffer: ack) == #"{"request":{"sessionIdentifier":"s","type":"acknowledge","upToSequence":3},"requestID":7,"type":"request"}"#)
+
+        let submit = String(buffer: try coder.encode(Request.submit(Fixtures.fullSubmission)))
+        #expect(submit.contains(#""url":"https://127.0.0.1:8443/upload?name=a%20b""#))
+        #expect(submit.contains(#""headers":[["Content-Type","image/jpeg"],["X-A","1"],["X-A","2"]]"#))
+        #expect(submit.contains(#""earliestBeginDate":1795000000.25"#))
+
+        let event = try coder.encode(DaemonMessage.event(Event(sequence: 5, sessionIdentifier: "s", taskIdentifier: 2, kind: .completed)))
+        #expect(String(buffer: event) == #"{"kind":{"type":"completed"},"sequence":5,"sessionIdentifier":"s","taskIdentifier":2,"type":"event"}"#)
+    }
+
+    @Test("fields this build does not know are ignored")
+    func unknownFieldsIgnored() throws {
+        let hello = try coder.decode(ClientMessage.self, from: Fixtures.buffer(
+            #"{"type":"hello","protocolVersion":1,"clientName":"x","pid":1,"compression":{"kinds":["zstd"]},"z":null}"#))
+        #expect(hello == .hello(Hello(clientName: "x", pid: 1)))
+
+        let reply = try coder.decode(DaemonMessage.self, from: Fixtures.buffer(
+            #"{"type":"reply","requestID":2,"traceID":"abc","reply":{"type":"taskIdentifier","taskIdentifier":9,"reserved":true}}"#))
+        #expect(reply == .reply(id: 2, .taskIdentifier(9)))
+    }
+
+    @Test("an unknown type is refused with a clear error naming it", arguments: [
+        (#"{"type":"teleport","requestID":1}"#, "message type \"teleport\""),
+        (#"{"type":"request","requestID":1,"request":{"type":"frobnicate","sessionIdentifier":"s"}}"#, "request type \"frobnicate\""),
+    ])
+    func unknownClientType(_ json: String, _ named: String) {
+        let error = #expect(throws: FerryProtocolError.self) { try coder.decode(ClientMessage.self, from: Fixtures.buffer(json)) }
+        #expect(error?.code == .unknownMessageType)
+        #expect(error?.message.contains(named) == true)
+    }
+
+    @Test("an unknown event or reply type from a newer daemon is refused, not guessed")
+    func unknownDaemonType() {
+        for json in [
+            #"{"type":"event","sequence":1,"sessionIdentifier":"s","kind":{"type":"metrics"}}"#,
+            #"{"type":"reply","requestID":1,"reply":{"type":"statistics"}}"#,
+        ] {
+            let error = #expect(throws: FerryProtocolError.self) { try coder.decode(DaemonMessage.self, from: Fixtures.buffer(json)) }
+            #expect(error?.code == .unknownMessageType)
+        }
+    }
+
+    @Test("an error code this build does not know decodes as itself")
+    func unknownErrorCode() throws {
+        let message = try coder.decode(DaemonMessage.self, from: Fixtures.buffer(
+            #"{"type":"failure","requestID":1,"error":{"code":"quotaExceeded","message":"disk full"}}"#))
+        #expect(message == .failure(id: 1, FerryProtocolError(FerryProtocolError.Code(rawValue: "quotaExceeded"), "disk full")))
+    }
+
+    @Test("malformed payloads are refused with a reason, never a trap", arguments: [
+        (#"{"type":"hello""#, "not JSON"),
+        ("", "not JSON"),
+        ("\u{0}\u{1}\u{2}", "not JSON"),
+        ("null", ""),
+        ("[]", ""),
+        (#""hello""#, ""),
+        (#"{"protocolVersion":1}"#, "missing field \"type\""),
+        (#"{"type":7}"#, "type"),
+        (#"{"type":"hello","protocolVersion":"one","clientName":"x","pid":1}"#, "protocolVersion"),
+        (#"{"type":"hello","protocolVersion":1,"clientName":"x"}"#, "missing field \"pid\""),
+        (#"{"type":"hello","protocolVersion":1,"clientName":"x","pid":99999999999}"#, "pid"),
+        (#"{"type":"request","requestID":-1,"request":{"type":"listSessions"}}"#, "requestID"),
+        (#"{"type":"request","requestID":1,"request":{"type":"submit","sessionIdentifier":"s","kind":"teleport","request":{"url":"http://x/","method":"GET","headers":[]},"priority":0.5}}"#, "kind"),
+        (#"{"type":"request","requestID":1,"request":{"type":"submit","sessionIdentifier":"s","kind":"data","request":{"url":"http://x/","method":"GET","headers":[["a","b","c"]]},"priority":0.5}}"#, "headers"),
+        (#"{"type":"request","requestID":1,"request":{"type":"submit","sessionIdentifier":"s","kind":"data","request":{"url":"http://x/","method":"GET","headers":[["a"]]},"priority":0.5}}"#, "headers"),
+        (#"{"type":"request","requestID":1,"request":{"type":"submit","sessionIdentifier":"s","kind":"data","request":{"url":"http://x/","method":"GET","headers":[]},"priority":0.5,"resumeData":"%%%"}}"#, "resumeData"),
+    ])
+    func malformed(_ json: String, _ mentions: String) {
+        let error = #expect(throws: FerryProtocolError.self) { try coder.decode(ClientMessage.self, from: Fixtures.buffer(json)) }
+        #expect(error?.code == .malformedMessage)
+        #expect(error?.message.contains(mentions) == true, "\(error?.message ?? "")")
+    }
+
+    @Test("deeply nested JSON is refused, not a stack overflow")
+    func deepNesting() {
+        let json = String(repeating: "[", count: 200_000) + String(repeating: "]", count: 200_000)
+        let error = #expect(throws: FerryProtocolError.self) { try coder.decode(ClientMessage.self, from: Fixtures.buffer(json)) }
+        #expect(error?.code == .malformedMessage)
+        let nestedInField = #"{"type":"hello","protocolVersion":1,"clientName":"x","pid":1,"extra":"# + json + "}"
+        #expect(throws: FerryProtocolError.self) { try coder.decode(ClientMessage.self, from: Fixtures.buffer(nestedInField)) }
+    }
+}

@@ -1,2 +1,0 @@
-import FerryProtocol
-import Testing

@@ -1,0 +1,39 @@
+import FerryProtocol
+import Foundation
+import Testing
+
+@Suite("Submission validation")
+struct ValidationTests {
+    static func submission(_ change: (inout TaskSubmission) -> Void) -> TaskSubmission {
+        var submission = Fixtures.fullSubmission
+        change(&submission)
+        return submission
+    }
+
+    @Test("the fixtures are valid")
+    func valid() throws {
+        try Fixtures.fullSubmission.validate()
+        try Fixtures.minimalSubmission.validate()
+    }
+
+    @Test("a bad field is named in a badRequest error", arguments: [
+        (submission { $0.sessionIdentifier = "" }, "session identifier"),
+        (submission { $0.taskIdentifier = 0 }, "task identifiers"),
+        (submission { $0.request.url = URL(string: "file:///etc/passwd")! }, "http or https"),
+        (submission { $0.request.url = URL(string: "http:relative")! }, "http or https"),
+        (submission { $0.request.method = "GET /x" }, "method"),
+        (submission { $0.request.method = "" }, "method"),
+        (submission { $0.bodyFile = nil }, "body file"),
+        (submission { $0.bodyFile = "relative/photo.jpg" }, "absolute"),
+        (submission { $0.kind = .download; $0.destination = "out.bin" }, "absolute"),
+        (submission { $0.priority = 1.5 }, "priority"),
+        (submission { $0.priority = .nan }, "priority"),
+        (submission { $0.idempotencyKey = "" }, "idempotency key"),
+        (submission { $0.resumeData = Data([1]) }, "resume data"),
+    ])
+    func invalid(_ submission: TaskSubmission, _ mentions: String) {
+        let error = #expect(throws: FerryProtocolError.self) { try submission.validate() }
+        #expect(error?.code == .badRequest)
+        #expect(error?.message.contains(mentions) == true, "\(error?.message ?? "")")
+    }
+}
