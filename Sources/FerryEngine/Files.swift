@@ -35,7 +35,21 @@ final class InputFile: @unchecked Sendable {  // the fd is only used by one iter
     }
 
     func read(at offset: Int64, upTo count: Int) throws -> ByteBuffer {
-        var buffer = ByteBufferAllocator().buffer(capacity: count)
+        var none: ByteBuffer? = nil
+        return try read(at: offset, upTo: count, reusing: &none)
+    }
+
+    /// As `read(at:upTo:)`, refilling `previous` when nobody else holds it any more
+    /// (`clear()` keeps uniquely owned storage and allocates anew otherwise).
+    func read(at offset: Int64, upTo count: Int, reusing previous: inout ByteBuffer?) throws -> ByteBuffer {
+        var buffer: ByteBuffer
+        if var reused = previous {
+            previous = nil
+            reused.clear()
+            buffer = reused
+        } else {
+            buffer = ByteBufferAllocator().buffer(capacity: count)
+        }
         let got = try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { raw -> Int in
             while true {
                 let n = pread(fd, raw.baseAddress, count, off_t(offset))

@@ -87,6 +87,13 @@ struct BodyChunks: AsyncSequence, Sendable {
         var streamIterator: AsyncThrowingStream<[UInt8], any Error>.AsyncIterator?
         let onChunk: @Sendable (Int) -> Void
         var finished = false
+        /// The last few file chunks, kept so their memory can be refilled once the socket
+        /// has taken them (the oldest is reused; AsyncHTTPClient asks for the next chunk
+        /// before the previous write completes). A fresh 256 KiB buffer per chunk costs 64
+        /// page faults (measured: 250,000 faults and about a third of the CPU of a 1 GiB
+        /// upload) and leaves glibc holding tens of MiB of freed buffers.
+        var recentChunks: [ByteBuffer] = []
+        static let reusedChunks = 4
 
         mutating func next() async throws -> ByteBuffer? {
             if finished { return nil }
@@ -105,13 +112,15 @@ struct BodyChunks: AsyncSequence, Sendable {
                 onChunk(buffer.readableBytes)
                 return buffer
             case .file(let file, let offset):
-                let chunk = try file.read(at: offset, upTo: BodyChunks.chunkSize)
+                var reuse: ByteBuffer? = recentChunks.count >= Self.reusedChunks ? recentChunks.removeFirst() : nil
+                let chunk = try file.read(at: offset, upTo: BodyChunks.chunkSize, reusing: &reuse)
                 guard chunk.readableBytes > 0 else {
                     finished = true
                     file.close()
                     return nil
                 }
                 kind = .file(file, offset + Int64(chunk.readableBytes))
+                recentChunks.append(chunk)
                 onChunk(chunk.readableBytes)
                 return chunk
             case .stream:
