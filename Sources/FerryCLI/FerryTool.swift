@@ -38,7 +38,6 @@ struct FerryTool: AsyncParsableCommand {
     /// As `AsyncParsableCommand.main()`, except that usage errors (including `validate()`
     /// failures such as a bad URL) exit with 2, the Unix convention, rather than 64.
     static func main() async {
-        Memory.returnFreedMemoryPromptly()
         do {
             var command = try await asyncParseAsRoot(nil)
             if var asyncCommand = command as? AsyncParsableCommand {

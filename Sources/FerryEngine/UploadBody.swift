@@ -88,12 +88,11 @@ struct BodyChunks: AsyncSequence, Sendable {
         let onChunk: @Sendable (Int) -> Void
         var finished = false
         /// The last few file chunks, kept so their memory can be refilled once the socket
-        /// has taken them (the oldest is reused; AsyncHTTPClient asks for the next chunk
-        /// before the previous write completes). A fresh 256 KiB buffer per chunk costs 64
-        /// page faults (measured: 250,000 faults and about a third of the CPU of a 1 GiB
-        /// upload) and leaves glibc holding tens of MiB of freed buffers.
+        /// has taken them (the oldest is reused), and to cap what is in flight. A fresh
+        /// 256 KiB buffer per chunk costs 64 page faults (measured: 250,000 faults and about
+        /// a third of the CPU of a 1 GiB upload), and bursts left glibc holding tens of MiB.
         var recentChunks: [ByteBuffer] = []
-        static let reusedChunks = 4
+        static let reusedChunks = 8
 
         mutating func next() async throws -> ByteBuffer? {
             if finished { return nil }
@@ -112,7 +111,20 @@ struct BodyChunks: AsyncSequence, Sendable {
                 onChunk(buffer.readableBytes)
                 return buffer
             case .file(let file, let offset):
-                var reuse: ByteBuffer? = recentChunks.count >= Self.reusedChunks ? recentChunks.removeFirst() : nil
+                var reuse: ByteBuffer? = nil
+                if recentChunks.count >= Self.reusedChunks {
+                    // At most `reusedChunks` chunks in flight: AsyncHTTPClient pauses the body
+                    // a hop late, and while its event loop waits for a core a fast disk would
+                    // queue tens of MiB. Wait (briefly, bounded) for the oldest to be sent.
+                    var oldest = recentChunks.removeFirst()
+                    for attempt in 0..<200 {
+                        if oldest.modifyIfUniquelyOwned({ $0.clear() }) != nil {
+                            reuse = oldest
+                            break
+                        }
+                        try await Task.sleep(for: .microseconds(attempt < 20 ? 100 : 2_000))
+                    }
+                }
                 let chunk = try file.read(at: offset, upTo: BodyChunks.chunkSize, reusing: &reuse)
                 guard chunk.readableBytes > 0 else {
                     finished = true
