@@ -36,6 +36,8 @@ public struct FerryProtocolError: Error, Hashable, Sendable, Codable, CustomStri
         public static let unknownMessageType = Code(rawValue: "unknownMessageType")
         /// A length prefix larger than the maximum frame size.
         public static let frameTooLarge = Code(rawValue: "frameTooLarge")
+        /// The stream ended in the middle of a frame.
+        public static let truncatedFrame = Code(rawValue: "truncatedFrame")
         /// A length prefix of zero.
         public static let emptyFrame = Code(rawValue: "emptyFrame")
         /// A request whose fields do not make sense (empty identifier, priority out of range…).

@@ -38,9 +38,16 @@ public struct FrameDecoder: ByteToMessageDecoder, Sendable {
     public mutating func decodeLast(
         context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool
     ) throws -> DecodingState {
-        // Whole frames still buffered are delivered; a partial one is left for NIO to report
-        // as `ByteToMessageDecoderError.leftoverDataWhenDone`.
-        try decode(context: context, buffer: &buffer)
+        // Whole frames still buffered are delivered; a partial one at the end of the stream
+        // is an error, not silence.
+        let state = try decode(context: context, buffer: &buffer)
+        if state == .needMoreData, seenEOF, buffer.readableBytes > 0 {
+            let left = buffer.readableBytes
+            buffer.moveReaderIndex(forwardBy: left)
+            throw FerryProtocolError(
+                .truncatedFrame, "the stream ended in the middle of a frame (\(left) bytes of it arrived)")
+        }
+        return state
     }
 
     /// Takes one whole frame's payload off the front of `buffer`, or returns nil and consumes

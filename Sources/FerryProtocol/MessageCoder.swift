@@ -66,8 +66,12 @@ public struct MessageCoder: Sendable {
         case .valueNotFound(let type, let context):
             return "null where \(type) is required at \(path(context.codingPath))"
         case .dataCorrupted(let context):
-            if context.codingPath.isEmpty { return "the payload is not JSON" }
-            return "\(context.debugDescription) at \(path(context.codingPath))"
+            var reason = context.debugDescription.isEmpty ? "data corrupted" : context.debugDescription
+            if let underlying = context.underlyingError {
+                reason += " (\(String(describing: underlying).prefix(160)))"
+            }
+            if context.codingPath.isEmpty { return reason }
+            return "\(reason) at \(path(context.codingPath))"
         @unknown default:
             return "\(error)"
         }

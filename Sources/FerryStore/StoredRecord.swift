@@ -15,8 +15,18 @@ struct Stored<Record: StoredRecord>: FetchableRecord, PersistableRecord, Codable
     init(_ record: Record) { self.record = record }
 
     static var databaseTableName: String { Record.databaseTableName }
-    static var databaseDateDecodingStrategy: DatabaseDateDecodingStrategy { .timeIntervalSince1970 }
-    static var databaseDateEncodingStrategy: DatabaseDateEncodingStrategy { .timeIntervalSince1970 }
+    static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy { .timeIntervalSince1970 }
+    static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy { .timeIntervalSince1970 }
+
+    /// JSON columns (headers): compact, keys sorted, slashes as they are.
+    static func databaseJSONEncoder(for column: String) -> JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .secondsSince1970
+        encoder.dataEncodingStrategy = .base64
+        encoder.nonConformingFloatEncodingStrategy = .throw
+        return encoder
+    }
 
     init(from decoder: any Decoder) throws { record = try Record(from: decoder) }
     func encode(to encoder: any Encoder) throws { try record.encode(to: encoder) }

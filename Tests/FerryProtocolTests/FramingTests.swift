@@ -97,7 +97,7 @@ struct FramingTests {
         _ = try? channel.finish()
     }
 
-    @Test("a frame cut off by the end of the stream is reported as left-over data")
+    @Test("a frame cut off by the end of the stream is an error")
     func truncatedAtEOF() throws {
         let channel = decoderChannel()
         var bytes = try frame("complete")
@@ -105,12 +105,9 @@ struct FramingTests {
         bytes.writeImmutableBuffer(partial.readSlice(length: 6)!)
         try channel.writeInbound(bytes)
         #expect(try readAll(channel) == ["complete"])
-        let error = #expect(throws: ByteToMessageDecoderError.self) { try channel.finish() }
-        guard case .leftoverDataWhenDone(let leftover) = error else {
-            Issue.record("expected leftoverDataWhenDone, got \(String(describing: error))")
-            return
-        }
-        #expect(leftover.readableBytes == 6)
+        let error = #expect(throws: FerryProtocolError.self) { try channel.finish() }
+        #expect(error?.code == .truncatedFrame)
+        #expect(error?.message.contains("6 bytes") == true)
     }
 
     @Test("the encoder frames outbound payloads and refuses empty or oversized ones")

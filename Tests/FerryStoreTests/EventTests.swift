@@ -1,0 +1,64 @@
+import Foundation
+@testable import FerryStore
+import Testing
+
+@Suite("Events")
+struct EventTests {
+    @Test("events come back in order; acknowledging deletes only up to N, only in that session; all survive reopen")
+    func orderAckAndReopen() async throws {
+        try await withStore { (store, path) async throws in
+            _ = try await store.openSession("other", appBundleIdentifier: "com.example.other")
+            _ = try await store.submit(download("a"))
+            _ = try await store.submit(download("b", session: "other"))
+            var sequences: [Int64] = []
+            var highest: Int64 = 0
+            for index in 0..<10 {
+                let stored = try await store.appendEvent(index % 3 == 0 ? event(nil, "session-\(index)") : event(1, "e\(index)"), now: t0)
+                sequences.append(stored.sequence)
+                highest = try await store.appendEvent(event(1, "o\(index)", session: "other")).sequence
+            }
+            #expect(sequences == sequences.sorted())
+            #expect(try await store.undeliveredEvents(in: "s").map(\.sequence) == sequences)
+            #expect(try await store.undeliveredEvents(in: "s", after: sequences[6]).map(\.sequence) == Array(sequences[7...]))
+            #expect(try await store.undeliveredEvents(in: "s", limit: 3).map(\.kind) == ["session-0", "e1", "e2"])
+            #expect(try await store.sessionsWithUndeliveredEvents() == ["other", "s"])
+
+            #expect(try await store.acknowledge(session: "s", upTo: sequences[3]) == 4)
+            #expect(try await store.acknowledge(session: "s", upTo: sequences[3]) == 0)  // twice is harmless
+            #expect(try await store.undeliveredEvents(in: "other").count == 10)
+
+            try store.close()
+            let reopened = try FerryStore(path: path)
+            defer { try? reopened.close() }
+            let left = try await reopened.undeliveredEvents(in: "s")
+            #expect(left.map(\.sequence) == Array(sequences[4...]))
+            #expect(left.first?.payload == #"{"type":"e4"}"#)
+            #expect(left.first?.taskIdentifier == 1)
+            #expect(left.first?.createdAt == t0)
+
+            // Sequence numbers are never reused, even after everything was acknowledged and reopened.
+            #expect(try await reopened.acknowledge(session: "s", upTo: Int64.max) == 6)
+            #expect(try await reopened.acknowledge(session: "other", upTo: Int64.max) == 10)
+            #expect(try await reopened.sessionsWithUndeliveredEvents().isEmpty)
+            let next = try await reopened.appendEvent(event(1, "after"))
+            #expect(next.sequence == highest + 1)
+        }
+    }
+
+    @Test("an event for an unknown session or task, or with a payload that is not JSON, is refused")
+    func refused() async throws {
+        try await withStore { (store, _) async throws in
+            _ = try await store.submit(download("a"))
+            let ghostSession = await #expect(throws: FerryStoreError.self) { try await store.appendEvent(event(nil, "x", session: "ghost")) }
+            #expect(ghostSession?.code == .constraintViolation)
+            await #expect(throws: FerryStoreError.self) { try await store.appendEvent(event(42, "x")) }
+            await #expect(throws: FerryStoreError.self) {
+                try await store.appendEvent(NewEvent(sessionIdentifier: "s", taskIdentifier: 1, kind: "x", payload: "not json"))
+            }
+            await #expect(throws: FerryStoreError.self) {
+                try await store.appendEvent(NewEvent(sessionIdentifier: "s", taskIdentifier: 1, kind: "", payload: "{}"))
+            }
+            #expect(try await store.undeliveredEvents(in: "s").isEmpty)
+        }
+    }
+}

@@ -1,2 +1,0 @@
-import FerryStore
-import Testing

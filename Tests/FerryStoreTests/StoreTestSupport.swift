@@ -1,0 +1,48 @@
+import Foundation
+@testable import FerryStore
+
+/// A fresh folder per test, removed afterwards.
+func withTemporaryDirectory<T>(_ body: (URL) async throws -> T) async throws -> T {
+    let directory = FileManager.default.temporaryDirectory
+        .appendingPathComponent("ferry-store-tests-\(UUID().uuidString)", isDirectory: true)
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: directory) }
+    return try await body(directory)
+}
+
+/// A store on a fresh file, with one session "s" (app "com.example.app") already open.
+func withStore<T>(_ body: (FerryStore, String) async throws -> T) async throws -> T {
+    try await withTemporaryDirectory { directory in
+        let path = directory.appendingPathComponent("ferryd.sqlite").path
+        let store = try FerryStore(path: path)
+        defer { try? store.close() }
+        _ = try await store.openSession("s", appBundleIdentifier: "com.example.app", sharedContainerIdentifier: "group.example")
+        return try await body(store, path)
+    }
+}
+
+let t0 = Date(timeIntervalSince1970: 1_795_000_000)
+
+func download(_ name: String, session: String = "s", key: String? = nil, priority: Double = 0.5, begin: Date? = nil) -> NewTask {
+    NewTask(
+        sessionIdentifier: session, kind: .download, url: "https://example.com/\(name)",
+        headers: [HeaderField("Accept", "*/*"), HeaderField("X-Tag", "a"), HeaderField("X-Tag", "b")],
+        idempotencyKey: key, priority: priority, earliestBeginDate: begin, taskDescription: name)
+}
+
+func event(_ task: Int?, _ kind: String, session: String = "s") -> NewEvent {
+    NewEvent(sessionIdentifier: session, taskIdentifier: task, kind: kind, payload: #"{"type":"\#(kind)"}"#)
+}
+
+extension FerryStore {
+    /// Raw SQL for tests that must go around the public API, the way a bug in ferryd would.
+    func executeForTest(_ sql: String) async throws {
+        try await write("run test SQL") { db in try db.execute(sql: sql) }
+    }
+
+    func scalarForTest(_ sql: String) async throws -> String? {
+        try await read("run test SQL") { db in try String.fetchOne(db, sql: sql) }
+    }
+}
+
+func fileBytes(_ path: String) throws -> Data { try Data(contentsOf: URL(fileURLWithPath: path)) }
