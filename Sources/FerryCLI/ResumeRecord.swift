@@ -40,10 +40,14 @@ func sizeOfFile(_ url: URL) -> Int64? {
     return (attributes[.size] as? NSNumber)?.int64Value
 }
 
-/// Gives a finished download the mode a new file normally gets (0666 less the umask); the
-/// engine creates files 0600 while they are in flight.
-func applyDefaultMode(_ url: URL) {
+/// The mode a new file normally gets: 0666 less the umask (read once).
+let defaultFileMode: mode_t = {
     let mask = umask(0)
     umask(mask)
-    chmod(url.path, 0o666 & ~mask)
+    return 0o666 & ~mask
+}()
+
+/// Gives a finished download that mode; the engine creates files 0600 while in flight.
+func applyDefaultMode(_ url: URL) {
+    chmod(url.path, defaultFileMode)
 }
