@@ -38,8 +38,15 @@ struct FuzzTests {
                 return (messages, errors + 1)
             }
             while let frame = try? channel.readInbound(as: ByteBuffer.self) {
+                // Both directions: a daemon reads client messages, a client reads the daemon's.
                 do {
                     _ = try coder.decode(ClientMessage.self, from: frame)
+                    messages += 1
+                } catch {
+                    errors += 1
+                }
+                do {
+                    _ = try coder.decode(DaemonMessage.self, from: frame)
                     messages += 1
                 } catch {
                     errors += 1
@@ -69,6 +76,7 @@ struct FuzzTests {
     func randomPayloads() throws {
         var random = SeededGenerator(seed: 42)
         let valid = try Fixtures.clientMessages.map { Array(try coder.encode($0).readableBytesView) }
+            + Fixtures.daemonMessages.map { Array(try coder.encode($0).readableBytesView) }
         var decoded = 0
         for round in 0..<3_000 {
             var payload: [UInt8]
@@ -87,5 +95,6 @@ struct FuzzTests {
         }
         // Some mutations land in string contents and still decode; most do not.
         #expect(decoded < 3_000)
+        #expect(decoded > 0)
     }
 }

@@ -45,6 +45,16 @@ struct MessageRoundTripTests {
         #expect(String(buffer: event) == #"{"kind":{"type":"completed"},"sequence":5,"sessionIdentifier":"s","taskIdentifier":2,"type":"event"}"#)
     }
 
+    @Test("the largest data event fits in a frame")
+    func largestDataEventFits() throws {
+        let event = DaemonMessage.event(Event(
+            sequence: Int64.max, sessionIdentifier: String(repeating: "s", count: 1024), taskIdentifier: Int.max,
+            kind: .data(Data(repeating: 0xff, count: EventKind.maximumDataSize))))
+        let payload = try coder.encode(event)
+        #expect(payload.readableBytes < FrameDecoder.defaultMaximumFrameSize / 2)
+        #expect(try FrameEncoder.frame(payload).readableBytes == payload.readableBytes + 4)
+    }
+
     @Test("fields this build does not know are ignored")
     func unknownFieldsIgnored() throws {
         let hello = try coder.decode(ClientMessage.self, from: Fixtures.buffer(
