@@ -25,6 +25,9 @@ struct TaskTests {
             #expect(stored.headers == [HeaderField("Accept", "*/*"), HeaderField("X-Tag", "a"), HeaderField("X-Tag", "b")])
             #expect(stored.earliestBeginDate == t0.addingTimeInterval(60))
             #expect(try await reopened.scalarForTest("SELECT headers FROM task") == #"[["Accept","*/*"],["X-Tag","a"],["X-Tag","b"]]"#)
+            // Dates are numbers, so SQL compares them (runnableTasks depends on it).
+            #expect(try await reopened.scalarForTest(
+                "SELECT typeof(created_at) || typeof(updated_at) || typeof(earliest_begin_date) FROM task") == "realrealreal")
         }
     }
 
