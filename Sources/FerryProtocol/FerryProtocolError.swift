@@ -70,6 +70,9 @@ public struct FerryProtocolError: Error, Hashable, Sendable, Codable, CustomStri
 
     public var description: String { "\(code): \(message)" }
 
+    /// The code alone, for logs: messages can name sessions, paths and URLs.
+    public var shortDescription: String { code.rawValue }
+
     /// The refusal for peers that share no version.
     public static func unsupportedVersion(client: ClosedRange<Int>, daemon: ClosedRange<Int>) -> FerryProtocolError {
         FerryProtocolError(
