@@ -165,3 +165,29 @@ public struct Acknowledge: Hashable, Sendable, Codable {
         self.upToSequence = upToSequence
     }
 }
+
+extension Request {
+    /// Checks what can be checked without the daemon's state: identifiers present and in
+    /// range, and a submission's fields (``TaskSubmission/validate()``).
+    ///
+    /// - Throws: ``FerryProtocolError/Code/badRequest`` naming the first field that is wrong.
+    public func validate() throws(FerryProtocolError) {
+        if let session = sessionIdentifier, session.isEmpty || session.utf8.count > 1024 {
+            throw FerryProtocolError(.badRequest, "a session identifier has 1 to 1024 bytes")
+        }
+        switch self {
+        case .submit(let submission):
+            try submission.validate()
+        case .suspend(let task), .resume(let task), .cancel(let task), .cancelProducingResumeData(let task):
+            if task.taskIdentifier < 1 { throw FerryProtocolError(.badRequest, "task identifiers start at 1") }
+        case .acknowledge(let ack):
+            if ack.upToSequence < 0 { throw FerryProtocolError(.badRequest, "event sequences start at 1") }
+        case .attach(let attach):
+            if let group = attach.sharedContainerIdentifier, group.isEmpty || group.utf8.count > 1024 {
+                throw FerryProtocolError(.badRequest, "an app group identifier has 1 to 1024 bytes")
+            }
+        case .listSessions, .listTasks, .reserveTaskIdentifier, .invalidate:
+            break
+        }
+    }
+}

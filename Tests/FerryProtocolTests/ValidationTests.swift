@@ -37,3 +37,24 @@ struct ValidationTests {
         #expect(error?.message.contains(mentions) == true, "\(error?.message ?? "")")
     }
 }
+
+@Suite("Request validation")
+struct RequestValidationTests {
+    @Test("every fixture request is valid")
+    func fixtures() throws {
+        for request in Fixtures.requests { try request.validate() }
+    }
+
+    @Test("bad identifiers and sequences are refused", arguments: [
+        Request.listTasks(SessionReference(sessionIdentifier: "")),
+        .attach(AttachSession(sessionIdentifier: String(repeating: "x", count: 1025))),
+        .attach(AttachSession(sessionIdentifier: "s", sharedContainerIdentifier: "")),
+        .cancel(TaskReference(sessionIdentifier: "s", taskIdentifier: 0)),
+        .acknowledge(Acknowledge(sessionIdentifier: "s", upToSequence: -1)),
+        .submit(ValidationTests.submission { $0.priority = -1 }),
+    ])
+    func invalid(_ request: Request) {
+        let error = #expect(throws: FerryProtocolError.self) { try request.validate() }
+        #expect(error?.code == .badRequest)
+    }
+}
