@@ -10,7 +10,7 @@ public import Foundation
 public enum Reply: Hashable, Sendable {
     case attached(Attached)
     case sessions([SessionInfo])
-    case tasks([TaskInfo])
+    case tasks(TaskPage)
     case taskIdentifier(Int)
     case submitted(Submitted)
     /// The task after suspend, resume or cancel.
@@ -47,7 +47,7 @@ extension Reply: Codable {
         switch try decoder.tag(Tag.self) {
         case .attached: self = .attached(try Attached(from: decoder))
         case .sessions: self = .sessions(try decoder.field("sessions"))
-        case .tasks: self = .tasks(try decoder.field("tasks"))
+        case .tasks: self = .tasks(try TaskPage(from: decoder))
         case .taskIdentifier: self = .taskIdentifier(try decoder.field("taskIdentifier"))
         case .submitted: self = .submitted(try Submitted(from: decoder))
         case .task: self = .task(try decoder.field("task"))
@@ -61,7 +61,7 @@ extension Reply: Codable {
         switch self {
         case .attached(let value): try encoder.encode(tag: tag, payload: value)
         case .sessions(let value): try encoder.encode(tag: tag, fields: ["sessions": value])
-        case .tasks(let value): try encoder.encode(tag: tag, fields: ["tasks": value])
+        case .tasks(let value): try encoder.encode(tag: tag, payload: value)
         case .taskIdentifier(let value): try encoder.encode(tag: tag, fields: ["taskIdentifier": value])
         case .submitted(let value): try encoder.encode(tag: tag, payload: value)
         case .task(let value): try encoder.encode(tag: tag, fields: ["task": value])
@@ -72,17 +72,39 @@ extension Reply: Codable {
     }
 }
 
-/// The connection is attached; the session's tasks as they are now (`getAllTasks`).
+/// The connection is attached; the session's tasks as they are now (`getAllTasks`), the
+/// first page of them when there are more than ``TaskPage/maximumCount``.
 public struct Attached: Hashable, Sendable, Codable {
     public var sessionIdentifier: String
     /// Whether this connection owns the session (and so will receive its events).
     public var owner: Bool
     public var tasks: [TaskInfo]
+    /// Set when there are more tasks: ask with ``Request/listTasks(_:)`` after this identifier.
+    public var nextAfterTaskIdentifier: Int?
 
-    public init(sessionIdentifier: String, owner: Bool, tasks: [TaskInfo]) {
+    public init(sessionIdentifier: String, owner: Bool, tasks: [TaskInfo], nextAfterTaskIdentifier: Int? = nil) {
         self.sessionIdentifier = sessionIdentifier
         self.owner = owner
         self.tasks = tasks
+        self.nextAfterTaskIdentifier = nextAfterTaskIdentifier
+    }
+}
+
+/// A page of tasks, so that a session with thousands of tasks never needs a frame larger
+/// than the limit.
+public struct TaskPage: Hashable, Sendable, Codable {
+    /// The most tasks one page holds. 500 typical tasks are about 300 KiB of JSON; tasks with
+    /// very long URLs or many headers are not, so the daemon also cuts a page short when its
+    /// encoded reply would not fit a frame.
+    public static let maximumCount = 500
+
+    public var tasks: [TaskInfo]
+    /// Set when there are more tasks: the next ``ListTasks/afterTaskIdentifier``.
+    public var nextAfterTaskIdentifier: Int?
+
+    public init(tasks: [TaskInfo], nextAfterTaskIdentifier: Int? = nil) {
+        self.tasks = tasks
+        self.nextAfterTaskIdentifier = nextAfterTaskIdentifier
     }
 }
 

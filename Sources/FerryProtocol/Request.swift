@@ -12,8 +12,8 @@ public enum Request: Hashable, Sendable {
     case attach(AttachSession)
     /// Every session of this user. Reply: ``Reply/sessions(_:)``.
     case listSessions
-    /// The tasks of a session. Reply: ``Reply/tasks(_:)``.
-    case listTasks(SessionReference)
+    /// The tasks of a session, a page at a time. Reply: ``Reply/tasks(_:)``.
+    case listTasks(ListTasks)
     /// A task identifier to give a task before it is submitted. Reply: ``Reply/taskIdentifier(_:)``.
     case reserveTaskIdentifier(SessionReference)
     /// Store a task and schedule it. Reply: ``Reply/submitted(_:)``, once the task is on disk.
@@ -40,7 +40,8 @@ public enum Request: Hashable, Sendable {
         switch self {
         case .attach(let attach): attach.sessionIdentifier
         case .listSessions: nil
-        case .listTasks(let session), .reserveTaskIdentifier(let session): session.sessionIdentifier
+        case .listTasks(let list): list.sessionIdentifier
+        case .reserveTaskIdentifier(let session): session.sessionIdentifier
         case .submit(let submission): submission.sessionIdentifier
         case .suspend(let task), .resume(let task), .cancel(let task), .cancelProducingResumeData(let task):
             task.sessionIdentifier
@@ -85,7 +86,7 @@ extension Request: Codable {
         switch try decoder.tag(Tag.self) {
         case .attach: self = .attach(try AttachSession(from: decoder))
         case .listSessions: self = .listSessions
-        case .listTasks: self = .listTasks(try SessionReference(from: decoder))
+        case .listTasks: self = .listTasks(try ListTasks(from: decoder))
         case .reserveTaskIdentifier: self = .reserveTaskIdentifier(try SessionReference(from: decoder))
         case .submit: self = .submit(try TaskSubmission(from: decoder))
         case .suspend: self = .suspend(try TaskReference(from: decoder))
@@ -102,7 +103,8 @@ extension Request: Codable {
         switch self {
         case .attach(let value): payload = value
         case .listSessions: payload = nil
-        case .listTasks(let value), .reserveTaskIdentifier(let value): payload = value
+        case .listTasks(let value): payload = value
+        case .reserveTaskIdentifier(let value): payload = value
         case .submit(let value): payload = value
         case .suspend(let value), .resume(let value), .cancel(let value), .cancelProducingResumeData(let value):
             payload = value
@@ -133,6 +135,20 @@ public struct AttachSession: Hashable, Sendable, Codable {
 public struct SessionReference: Hashable, Sendable, Codable {
     public var sessionIdentifier: String
     public init(sessionIdentifier: String) { self.sessionIdentifier = sessionIdentifier }
+}
+
+/// Asks for a session's tasks in identifier order, after a given identifier (nil: from the
+/// first), at most `limit` (nil or above ``TaskPage/maximumCount``: that many).
+public struct ListTasks: Hashable, Sendable, Codable {
+    public var sessionIdentifier: String
+    public var afterTaskIdentifier: Int?
+    public var limit: Int?
+
+    public init(sessionIdentifier: String, afterTaskIdentifier: Int? = nil, limit: Int? = nil) {
+        self.sessionIdentifier = sessionIdentifier
+        self.afterTaskIdentifier = afterTaskIdentifier
+        self.limit = limit
+    }
 }
 
 /// Names a task: identifiers are unique within their session.
@@ -186,7 +202,9 @@ extension Request {
             if let group = attach.sharedContainerIdentifier, group.isEmpty || group.utf8.count > 1024 {
                 throw FerryProtocolError(.badRequest, "an app group identifier has 1 to 1024 bytes")
             }
-        case .listSessions, .listTasks, .reserveTaskIdentifier, .invalidate:
+        case .listTasks(let list):
+            if let limit = list.limit, limit < 1 { throw FerryProtocolError(.badRequest, "a page holds at least one task") }
+        case .listSessions, .reserveTaskIdentifier, .invalidate:
             break
         }
     }

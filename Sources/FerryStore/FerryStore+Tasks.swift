@@ -50,11 +50,14 @@ extension FerryStore {
         }
     }
 
-    /// The session's tasks, in the order they were created.
-    public func tasks(in session: String) async throws -> [TaskRecord] {
+    /// The session's tasks in identifier order (the order they were created): all of them,
+    /// or a page of at most `limit` after the identifier `after`.
+    public func tasks(in session: String, after: Int = 0, limit: Int? = nil) async throws -> [TaskRecord] {
         try await read("list the tasks of \(session)") { db in
             try TaskRecord.fetchAll(
-                db, sql: "SELECT * FROM task WHERE session_identifier = ? ORDER BY task_identifier", arguments: [session])
+                db,
+                sql: "SELECT * FROM task WHERE session_identifier = ? AND task_identifier > ? ORDER BY task_identifier LIMIT ?",
+                arguments: [session, after, limit.map { max(0, $0) } ?? -1])
         }
     }
 

@@ -35,7 +35,8 @@ enum Fixtures {
         .attach(AttachSession(sessionIdentifier: session, sharedContainerIdentifier: "group.example", owner: true)),
         .attach(AttachSession(sessionIdentifier: session, owner: false)),
         .listSessions,
-        .listTasks(SessionReference(sessionIdentifier: session)),
+        .listTasks(ListTasks(sessionIdentifier: session)),
+        .listTasks(ListTasks(sessionIdentifier: session, afterTaskIdentifier: 500, limit: 100)),
         .reserveTaskIdentifier(SessionReference(sessionIdentifier: session)),
         .submit(fullSubmission),
         .submit(minimalSubmission),
@@ -49,13 +50,14 @@ enum Fixtures {
 
     static let replies: [Reply] = [
         .attached(Attached(sessionIdentifier: session, owner: true, tasks: [task, bareTask])),
+        .attached(Attached(sessionIdentifier: session, owner: false, tasks: [bareTask], nextAfterTaskIdentifier: 1)),
         .sessions([
             SessionInfo(sessionIdentifier: session, appBundleIdentifier: "com.example.app", sharedContainerIdentifier: "group.example",
                         isOwned: true, taskCount: 2, undeliveredEventCount: 3),
             SessionInfo(sessionIdentifier: "other", appBundleIdentifier: "com.example.other", isOwned: false, taskCount: 0, undeliveredEventCount: 0),
         ]),
-        .tasks([]),
-        .tasks([task]),
+        .tasks(TaskPage(tasks: [])),
+        .tasks(TaskPage(tasks: [task], nextAfterTaskIdentifier: 4)),
         .taskIdentifier(17),
         .submitted(Submitted(task: task, existing: true)),
         .task(bareTask),

@@ -55,6 +55,13 @@ struct MessageRoundTripTests {
         #expect(try FrameEncoder.frame(payload).readableBytes == payload.readableBytes + 4)
     }
 
+    @Test("a full page of typical tasks fits in a frame")
+    func fullPageFits() throws {
+        let page = TaskPage(tasks: Array(repeating: Fixtures.task, count: TaskPage.maximumCount), nextAfterTaskIdentifier: 500)
+        let payload = try coder.encode(DaemonMessage.reply(id: 1, .tasks(page)))
+        #expect(payload.readableBytes < FrameDecoder.defaultMaximumFrameSize / 2)
+    }
+
     @Test("fields this build does not know are ignored")
     func unknownFieldsIgnored() throws {
         let hello = try coder.decode(ClientMessage.self, from: Fixtures.buffer(

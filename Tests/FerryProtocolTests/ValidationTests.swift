@@ -46,7 +46,8 @@ struct RequestValidationTests {
     }
 
     @Test("bad identifiers and sequences are refused", arguments: [
-        Request.listTasks(SessionReference(sessionIdentifier: "")),
+        Request.listTasks(ListTasks(sessionIdentifier: "")),
+        .listTasks(ListTasks(sessionIdentifier: "s", limit: 0)),
         .attach(AttachSession(sessionIdentifier: String(repeating: "x", count: 1025))),
         .attach(AttachSession(sessionIdentifier: "s", sharedContainerIdentifier: "")),
         .cancel(TaskReference(sessionIdentifier: "s", taskIdentifier: 0)),

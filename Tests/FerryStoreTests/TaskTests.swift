@@ -49,6 +49,9 @@ struct TaskTests {
             #expect(try await store.submit(download("x")).isNew)
             #expect(try await store.submit(download("x")).isNew)
             #expect(try await store.tasks(in: "s").map(\.taskIdentifier) == [1, 3, 4])
+            #expect(try await store.tasks(in: "s", after: 1, limit: 1).map(\.taskIdentifier) == [3])
+            #expect(try await store.tasks(in: "s", after: 3).map(\.taskIdentifier) == [4])
+            #expect(try await store.tasks(in: "s", after: 4, limit: 10).isEmpty)
         }
     }
 
