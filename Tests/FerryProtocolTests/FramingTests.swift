@@ -87,6 +87,17 @@ struct FramingTests {
         _ = try? channel.finish()
     }
 
+    @Test("after a bad prefix the decoder passes nothing more on, even valid frames")
+    func stopsAfterError() throws {
+        let channel = decoderChannel()
+        var bad = ByteBuffer()
+        bad.writeInteger(UInt32.max)
+        #expect(throws: FerryProtocolError.self) { try channel.writeInbound(bad) }
+        try? channel.writeInbound(try frame(#"{"type":"hello"}"#))
+        #expect(try channel.readInbound(as: ByteBuffer.self) == nil)
+        _ = try? channel.finish()
+    }
+
     @Test("a zero length is refused")
     func zeroLength() throws {
         let channel = decoderChannel()
