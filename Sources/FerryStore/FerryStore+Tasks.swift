@@ -155,6 +155,20 @@ extension FerryStore {
         }
     }
 
+    /// An attempt failed and the task tries again at `retryAt` (backoff, `Retry-After`): it
+    /// waits again, with the error kept for `ferry explain` and the next attempt time set.
+    @discardableResult
+    public func scheduleRetry(
+        session: String, task: Int, errorCode: String, errorMessage: String, at retryAt: Date, now: Date = Date()
+    ) async throws -> TaskRecord {
+        try await updateTask(session: session, task: task, now: now) { record in
+            record.state = .waiting
+            record.nextAttemptAt = retryAt
+            record.lastErrorCode = errorCode
+            record.lastErrorMessage = errorMessage
+        }
+    }
+
     /// Records how far a transfer got. Cheap enough to call every few seconds while it runs.
     public func updateProgress(
         session: String, task: Int, bytesSent: Int64, bytesReceived: Int64,

@@ -224,6 +224,22 @@ struct TaskTests {
         }
     }
 
+    @Test("a failed attempt waits until its retry time, with the error kept")
+    func retry() async throws {
+        try await withStore { (store, _) async throws in
+            _ = try await store.submit(download("a"), now: t0)
+            try await store.updateTask(session: "s", task: 1) { $0.state = .running; $0.attemptCount += 1 }
+            let waiting = try await store.scheduleRetry(
+                session: "s", task: 1, errorCode: "networkConnectionLost", errorMessage: "the connection broke",
+                at: t0.addingTimeInterval(30))
+            #expect(waiting.state == .waiting && waiting.attemptCount == 1)
+            #expect(try await store.runnableTasks(now: t0.addingTimeInterval(29)).isEmpty)
+            #expect(try await store.nextRunnableDate(after: t0) == t0.addingTimeInterval(30))
+            let due = try await store.runnableTasks(now: t0.addingTimeInterval(30))
+            #expect(due.map(\.lastErrorCode) == ["networkConnectionLost"])
+        }
+    }
+
     @Test("sessions: open is idempotent, list, delete takes tasks and events along")
     func sessions() async throws {
         try await withStore { (store, _) async throws in
