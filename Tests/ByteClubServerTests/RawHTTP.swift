@@ -1,0 +1,124 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A blocking HTTP/1.1 connection over a plain socket, for what a normal client will not do:
+/// send half a body and vanish, read `104` informational answers, send raw bytes in a path.
+/// Every read has a timeout, so no test can hang on it.
+final class RawHTTP {
+    private let fd: Int32
+    private var pending: [UInt8] = []
+
+    init(port: Int, timeoutSeconds: Int = 30) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw TestFailure("socket failed") }
+        var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard result == 0 else {
+            close(fd)
+            throw TestFailure("connect failed: \(errno)")
+        }
+    }
+
+    deinit { close(fd) }
+
+    func send(_ bytes: [UInt8]) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard n > 0 else { throw TestFailure("send failed: \(errno)") }
+            offset += n
+        }
+    }
+
+    func send(_ text: String) throws { try send(Array(text.utf8)) }
+
+    /// Sends a request head.
+    func head(_ method: String, _ target: String, _ headers: [(String, String)]) throws {
+        var text = "\(method) \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        for (name, value) in headers { text += "\(name): \(value)\r\n" }
+        try send(text + "\r\n")
+    }
+
+    struct Response {
+        var status: Int
+        var headers: [String: String]
+        var body: [UInt8]
+        var text: String { String(decoding: body, as: UTF8.self) }
+    }
+
+    /// Reads one response head (an informational one too); reads the body by Content-Length
+    /// unless the status has none.
+    func readResponse(method: String = "GET") throws -> Response {
+        while findBytes(Array("\r\n\r\n".utf8), in: pending) == nil {
+            try fill()
+        }
+        let end = findBytes(Array("\r\n\r\n".utf8), in: pending)!
+        let headText = String(decoding: pending[..<end], as: UTF8.self)
+        pending.removeFirst(end + 4)
+        let lines = headText.components(separatedBy: "\r\n")
+        let statusParts = lines[0].split(separator: " ")
+        guard statusParts.count >= 2, let status = Int(statusParts[1]) else {
+            throw TestFailure("not an HTTP status line: \(lines[0].prefix(80))")
+        }
+        var headers: [String: String] = [:]
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        var body: [UInt8] = []
+        if status >= 200, status != 204, status != 304, method != "HEAD", let length = headers["content-length"].flatMap(Int.init) {
+            while pending.count < length { try fill() }
+            body = Array(pending[..<length])
+            pending.removeFirst(length)
+        }
+        return Response(status: status, headers: headers, body: body)
+    }
+
+    /// Reads the next final (non-1xx) response, returning the informational ones seen before it.
+    func readFinal(method: String = "GET") throws -> (informational: [Response], final: Response) {
+        var informational: [Response] = []
+        for _ in 0..<10 {
+            let response = try readResponse(method: method)
+            if response.status >= 200 { return (informational, response) }
+            informational.append(response)
+        }
+        throw TestFailure("too many informational responses")
+    }
+
+    /// Whether the peer closed the connection (reads until EOF or timeout).
+    func readUntilClosed() -> [UInt8] {
+        var all = pending
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        for _ in 0..<100_000 {
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n <= 0 { break }
+            all += buffer[0..<n]
+        }
+        return all
+    }
+
+    private func fill() throws {
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        let n = recv(fd, &buffer, buffer.count, 0)
+        guard n > 0 else { throw TestFailure("connection closed or timed out while reading (\(n), errno \(errno))") }
+        pending += buffer[0..<n]
+    }
+}
+
+func findBytes(_ needle: [UInt8], in haystack: [UInt8]) -> Int? {
+    guard haystack.count >= needle.count else { return nil }
+    for i in 0...(haystack.count - needle.count) where haystack[i] == needle[0] {
+        if Array(haystack[i..<(i + needle.count)]) == needle { return i }
+    }
+    return nil
+}
