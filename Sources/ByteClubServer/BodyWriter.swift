@@ -15,9 +15,11 @@ extension ServerState {
     }
 
     /// Writes a whole request body to a new durable blob; returns its name and size.
-    func receiveBlob(_ request: Request, account: Account) async throws -> (blob: String, bytes: Int64) {
+    /// `reclaimable`: bytes of a file this upload would replace (the final check is in the
+    /// transaction that writes the row).
+    func receiveBlob(_ request: Request, account: Account, reclaimable: Int64 = 0) async throws -> (blob: String, bytes: Int64) {
         let limit = configuration.maxBodyBytes
-        let room = account.quotaBytes - (try await usedBytes(account.id!))
+        let room = account.quotaBytes - (try await usedBytes(account.id!)) + reclaimable
         if let length = request.headers[.contentLength].flatMap(Int64.init) {
             if length > limit { throw APIError.tooLarge(limit) }
             if length > room { throw APIError.overQuota }

@@ -91,7 +91,9 @@ struct FilesRoutes: Sendable {
             overwrite: try query.bool("overwrite", default: true),
             parentRev: query["parent_rev"].flatMap { $0.isEmpty ? nil : $0 },
             autorename: try query.bool("autorename", default: true))
-        let (blob, bytes) = try await state.receiveBlob(request, account: account)
+        let existing = try await state.store.entry(account.id!, path)
+        let reclaimable = existing.map { $0.isDir ? 0 : $0.bytes } ?? 0
+        let (blob, bytes) = try await state.receiveBlob(request, account: account, reclaimable: reclaimable)
         return try await commit(blob: blob, bytes: bytes, account: account, root: root, path: path, mode: mode, context: context)
     }
 

@@ -21,9 +21,9 @@ struct ErrorTests {
                 // A raw socket, so that no client library normalises the path first.
                 let connection = try RawHTTP(port: server.port)
                 let method = path.contains("files_put") ? "PUT" : "GET"
-                try connection.head(method, path, [("Authorization", "Bearer \(server.token)"), ("Content-Length", "1"), ("Connection", "close")])
-                try connection.send([0x41])
-                let response = try connection.readResponse()
+                try await connection.head(method, path, [("Authorization", "Bearer \(server.token)"), ("Content-Length", "1"), ("Connection", "close")])
+                try await connection.send([0x41])
+                let response = try await connection.readResponse()
                 #expect(response.status == 400, "\(path) → \(response.status)")
                 #expect(response.text.contains("\"error\""), "\(path): \(response.text)")
             }
@@ -68,11 +68,11 @@ struct ErrorTests {
             #expect(try await server.put("/1/files_put/dropbox/a.bin", Bytes.pattern(90_000)).status == 200)
             // A streamed body without Content-Length is stopped at the quota too.
             let connection = try RawHTTP(port: server.port)
-            try connection.head("PUT", "/1/files_put/dropbox/c.bin", [("Authorization", "Bearer \(server.token)"), ("Transfer-Encoding", "chunked")])
+            try await connection.head("PUT", "/1/files_put/dropbox/c.bin", [("Authorization", "Bearer \(server.token)"), ("Transfer-Encoding", "chunked")])
             let chunk = Bytes.pattern(50_000)
-            try connection.send(String(chunk.count, radix: 16) + "\r\n")
-            try connection.send(chunk + Array("\r\n0\r\n\r\n".utf8))
-            let response = try connection.readResponse()
+            try await connection.send(String(chunk.count, radix: 16) + "\r\n")
+            try await connection.send(chunk + Array("\r\n0\r\n\r\n".utf8))
+            let response = try await connection.readResponse()
             #expect(response.status == 507)
             let tmp = try FileManager.default.contentsOfDirectory(atPath: server.dataDirectory + "/files/tmp")
             #expect(tmp.isEmpty)

@@ -48,11 +48,11 @@ struct FaultInjectionTests {
             // Connection 0 (this raw one) carries the upload, 100 kB, then is dropped mid-download.
             let data = Bytes.pattern(1 << 20)
             let upload = try RawHTTP(port: server.port)
-            try upload.head("PUT", "/1/files_put/dropbox/d.bin", [("Authorization", "Bearer \(server.token)"), ("Content-Length", "100000")])
-            try upload.send(Array(data[..<100_000]))
-            #expect(try upload.readFinal().final.status == 200)
-            try upload.head("GET", "/1/files/dropbox/d.bin", [("Authorization", "Bearer \(server.token)")])
-            let received = upload.readUntilClosed()
+            try await upload.head("PUT", "/1/files_put/dropbox/d.bin", [("Authorization", "Bearer \(server.token)"), ("Content-Length", "100000")])
+            try await upload.send(Array(data[..<100_000]))
+            #expect(try await upload.readFinal().final.status == 200)
+            try await upload.head("GET", "/1/files/dropbox/d.bin", [("Authorization", "Bearer \(server.token)")])
+            let received = await upload.readUntilClosed()
             #expect(received.count < 200_000)
             // The next connection is not dropped.
             let again = try await server.get("/1/files/dropbox/d.bin")

@@ -6,7 +6,7 @@ import Glibc
 /// A blocking HTTP/1.1 connection over a plain socket, for what a normal client will not do:
 /// send half a body and vanish, read `104` informational answers, send raw bytes in a path.
 /// Every read has a timeout, so no test can hang on it.
-final class RawHTTP {
+final class RawHTTP: @unchecked Sendable {  // used by one test task at a time
     private let fd: Int32
     private var pending: [UInt8] = []
 
@@ -31,7 +31,7 @@ final class RawHTTP {
 
     deinit { close(fd) }
 
-    func send(_ bytes: [UInt8]) throws {
+    private func sendBlocking(_ bytes: [UInt8]) throws {
         var offset = 0
         while offset < bytes.count {
             let n = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -40,16 +40,25 @@ final class RawHTTP {
         }
     }
 
-    func send(_ text: String) throws { try send(Array(text.utf8)) }
-
-    /// Sends a request head.
-    func head(_ method: String, _ target: String, _ headers: [(String, String)]) throws {
-        var text = "\(method) \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-        for (name, value) in headers { text += "\(name): \(value)\r\n" }
-        try send(text + "\r\n")
+    /// Blocking socket calls run on a dispatch queue, never on the cooperative pool, which the
+    /// in-process server needs (this machine may have only two of its threads).
+    private func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
+        }
     }
 
-    struct Response {
+    func send(_ bytes: [UInt8]) async throws { try await offPool { try self.sendBlocking(bytes) } }
+    func send(_ text: String) async throws { try await send(Array(text.utf8)) }
+
+    /// Sends a request head.
+    func head(_ method: String, _ target: String, _ headers: [(String, String)]) async throws {
+        var text = "\(method) \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        for (name, value) in headers { text += "\(name): \(value)\r\n" }
+        try await send(text + "\r\n")
+    }
+
+    struct Response: Sendable {
         var status: Int
         var headers: [String: String]
         var body: [UInt8]
@@ -58,7 +67,11 @@ final class RawHTTP {
 
     /// Reads one response head (an informational one too); reads the body by Content-Length
     /// unless the status has none.
-    func readResponse(method: String = "GET") throws -> Response {
+    func readResponse(method: String = "GET") async throws -> Response {
+        try await offPool { try self.readResponseBlocking(method: method) }
+    }
+
+    private func readResponseBlocking(method: String) throws -> Response {
         while findBytes(Array("\r\n\r\n".utf8), in: pending) == nil {
             try fill()
         }
@@ -81,14 +94,26 @@ final class RawHTTP {
             body = Array(pending[..<length])
             pending.removeFirst(length)
         }
+        if status >= 200, status != 204, status != 304, method != "HEAD", headers["transfer-encoding"]?.lowercased() == "chunked" {
+            while true {
+                while findBytes(Array("\r\n".utf8), in: pending) == nil { try fill() }
+                let lineEnd = findBytes(Array("\r\n".utf8), in: pending)!
+                let size = Int(String(decoding: pending[..<lineEnd], as: UTF8.self).split(separator: ";")[0], radix: 16) ?? 0
+                pending.removeFirst(lineEnd + 2)
+                while pending.count < size + 2 { try fill() }
+                body += pending[..<size]
+                pending.removeFirst(size + 2)
+                if size == 0 { break }
+            }
+        }
         return Response(status: status, headers: headers, body: body)
     }
 
     /// Reads the next final (non-1xx) response, returning the informational ones seen before it.
-    func readFinal(method: String = "GET") throws -> (informational: [Response], final: Response) {
+    func readFinal(method: String = "GET") async throws -> (informational: [Response], final: Response) {
         var informational: [Response] = []
         for _ in 0..<10 {
-            let response = try readResponse(method: method)
+            let response = try await readResponse(method: method)
             if response.status >= 200 { return (informational, response) }
             informational.append(response)
         }
@@ -96,7 +121,11 @@ final class RawHTTP {
     }
 
     /// Whether the peer closed the connection (reads until EOF or timeout).
-    func readUntilClosed() -> [UInt8] {
+    func readUntilClosed() async -> [UInt8] {
+        (try? await offPool { self.readUntilClosedBlocking() }) ?? []
+    }
+
+    private func readUntilClosedBlocking() -> [UInt8] {
         var all = pending
         var buffer = [UInt8](repeating: 0, count: 65_536)
         for _ in 0..<100_000 {

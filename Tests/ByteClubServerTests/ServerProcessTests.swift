@@ -63,11 +63,11 @@ struct ServerProcessTests {
         }
     }
 
-    static func request(_ port: Int, _ method: String, _ path: String, body: [UInt8] = []) throws -> RawHTTP.Response {
+    static func request(_ port: Int, _ method: String, _ path: String, body: [UInt8] = []) async throws -> RawHTTP.Response {
         let connection = try RawHTTP(port: port)
-        try connection.head(method, path, [("Authorization", "Bearer kill-token"), ("Content-Length", "\(body.count)"), ("Connection", "close")])
-        if !body.isEmpty { try connection.send(body) }
-        return try connection.readFinal(method: method).final
+        try await connection.head(method, path, [("Authorization", "Bearer kill-token"), ("Content-Length", "\(body.count)"), ("Connection", "close")])
+        if !body.isEmpty { try await connection.send(body) }
+        return try await connection.readFinal(method: method).final
     }
 
     @Test func killDuringA200MiBUploadLeavesNoTornFile() async throws {
@@ -75,14 +75,14 @@ struct ServerProcessTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let first = try await Self.start(dataDirectory: directory)
         let original = Bytes.pattern(1 << 20, seed: 1)
-        #expect(try Self.request(first.port, "PUT", "/1/files_put/dropbox/big.bin", body: original).status == 200)
+        #expect(try await Self.request(first.port, "PUT", "/1/files_put/dropbox/big.bin", body: original).status == 200)
 
         // Overwrite with 200 MiB; after 100 MiB went out, kill -9 the server.
         let total = 200 << 20
         let chunk = Bytes.pattern(4 << 20, seed: 2)
         let upload = try RawHTTP(port: first.port)
-        try upload.head("PUT", "/1/files_put/dropbox/big.bin", [("Authorization", "Bearer kill-token"), ("Content-Length", "\(total)")])
-        for _ in 0..<25 { try upload.send(chunk) }
+        try await upload.head("PUT", "/1/files_put/dropbox/big.bin", [("Authorization", "Bearer kill-token"), ("Content-Length", "\(total)")])
+        for _ in 0..<25 { try await upload.send(chunk) }
         kill(first.process.processIdentifier, SIGKILL)
         try await Self.waitForExit(first.process, seconds: 10)
         #expect(first.process.terminationReason == .uncaughtSignal)
@@ -90,7 +90,7 @@ struct ServerProcessTests {
         // The temp file the upload was writing is there, or not; no row points at it.
         let second = try await Self.start(dataDirectory: directory)
         defer { second.process.terminate() }
-        let after = try Self.request(second.port, "GET", "/1/files/dropbox/big.bin")
+        let after = try await Self.request(second.port, "GET", "/1/files/dropbox/big.bin")
         #expect(after.status == 200)
         #expect(Bytes.sha256(after.body) == Bytes.sha256(original))
         let temps = try FileManager.default.contentsOfDirectory(atPath: directory + "/files/tmp")
@@ -100,9 +100,9 @@ struct ServerProcessTests {
 
         // And the full 200 MiB goes through afterwards, byte-exact.
         let full = try RawHTTP(port: second.port)
-        try full.head("PUT", "/1/files_put/dropbox/big.bin", [("Authorization", "Bearer kill-token"), ("Content-Length", "\(total)")])
-        for _ in 0..<50 { try full.send(chunk) }
-        let stored = try full.readFinal().final
+        try await full.head("PUT", "/1/files_put/dropbox/big.bin", [("Authorization", "Bearer kill-token"), ("Content-Length", "\(total)")])
+        for _ in 0..<50 { try await full.send(chunk) }
+        let stored = try await full.readFinal().final
         #expect(stored.status == 200)
         #expect(stored.text.contains("\"bytes\":\(total)"))
         let size = try FileManager.default.contentsOfDirectory(atPath: directory + "/files/blobs").compactMap {
@@ -120,7 +120,7 @@ struct ServerProcessTests {
         #expect(text.contains("BYTECLUB_CLIENT_ID="))
         #expect(text.contains("BYTECLUB_APP_KEY="))
         #expect(text.contains("Created the development account"))
-        #expect(try Self.request(running.port, "GET", "/1/metadata/dropbox/").status == 200)
+        #expect(try await Self.request(running.port, "GET", "/1/metadata/dropbox/").status == 200)
         running.process.terminate()  // SIGTERM
         try await Self.waitForExit(running.process, seconds: 15)
         #expect(running.process.terminationReason == .exit)
