@@ -75,6 +75,19 @@ let package = Package(
             dependencies: [.product(name: "NIOCore", package: "swift-nio")],
             swiftSettings: swiftSettings
         ),
+        // The client end of ferryd's socket: connect (starting ferryd on demand), handshake,
+        // requests matched to replies, pushed events. Used by the Ferry library and the CLI.
+        .target(
+            name: "FerryDaemonClient",
+            dependencies: [
+                "FerryProtocol",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // Durable state: sessions, tasks, undelivered events (GRDB over SQLite, WAL).
         .target(
             name: "FerryStore",

@@ -19,6 +19,14 @@ public struct FerryError: Error, Sendable, CustomStringConvertible {
         private init(_ name: String) { self.name = name }
         public var description: String { name }
 
+        /// The code with this name: a known one, or a new code carried as it is (codes
+        /// reported by a newer ferryd stay readable).
+        ///
+        /// ```swift
+        /// FerryError.Code(named: "timedOut") == .timedOut   // true
+        /// ```
+        public init(named name: String) { self.name = name }
+
         /// The task was cancelled by the app.
         public static let cancelled = Code("cancelled")
         /// No progress within `timeoutIntervalForRequest`, or the whole task outlived
@@ -59,6 +67,12 @@ public struct FerryError: Error, Sendable, CustomStringConvertible {
         public static let cancelledByDelegate = Code("cancelledByDelegate")
         /// Another process already owns this background session.
         public static let backgroundSessionInUseByAnotherProcess = Code("backgroundSessionInUseByAnotherProcess")
+        /// The background session lost its connection to ferryd (it stopped or was killed);
+        /// the tasks go on there, and creating the session again reconnects to them.
+        public static let backgroundSessionWasDisconnected = Code("backgroundSessionWasDisconnected")
+        /// The session names a shared container (app group) this process's app is not in,
+        /// or ferryd could not be reached or started.
+        public static let backgroundSessionRequiresSharedContainer = Code("backgroundSessionRequiresSharedContainer")
         /// Anything else; see ``FerryError/underlyingError``.
         public static let unknown = Code("unknown")
     }

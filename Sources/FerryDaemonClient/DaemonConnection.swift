@@ -1,0 +1,216 @@
+public import FerryProtocol
+import Foundation
+public import Logging
+import NIOConcurrencyHelpers
+public import NIOCore
+import NIOPosix
+
+/// One connection to ferryd over the user's Unix socket: the handshake, requests matched to
+/// their replies, and the messages ferryd pushes (events, progress, `eventsFinished`, `goodbye`).
+///
+/// ```swift
+/// let connection = try await DaemonConnection.open(DaemonEndpoint(), clientName: "ferry-cli")
+/// let reply = try await connection.send(.listSessions)
+/// for await message in connection.pushedMessages { print(message.typeName) }
+/// ```
+///
+/// Requests may be sent from any thread; `sendAndWait` blocks the calling thread (never an
+/// event-loop thread), which is what `resume()` of a background task needs to be durable
+/// before it returns.
+public final class DaemonConnection: Sendable {
+    /// The version and daemon that answered the handshake.
+    public let welcome: Welcome
+    /// Everything ferryd sends that is not a reply, in the order it arrived. Finishes when the
+    /// connection closes.
+    public let pushedMessages: AsyncStream<DaemonMessage>
+    private let channel: any Channel
+    private let state: ConnectionState
+    private let logger: Logger
+
+    private init(welcome: Welcome, channel: any Channel, state: ConnectionState, logger: Logger) {
+        self.welcome = welcome
+        self.channel = channel
+        self.state = state
+        self.pushedMessages = state.pushed
+        self.logger = logger
+    }
+
+    /// Connects to ferryd at `endpoint`, starting it first when nobody answers and
+    /// `endpoint.startsDaemon` allows, then says hello.
+    public static func open(
+        _ endpoint: DaemonEndpoint, clientName: String, logger: Logger = Logger(label: "ferry.daemon-client")
+    ) async throws(DaemonConnectionError) -> DaemonConnection {
+        do {
+            return try await handshake(endpoint, clientName: clientName, logger: logger)
+        } catch .unreachable(let first) where endpoint.startsDaemon {
+            logger.info("ferryd is not running; starting it", metadata: ["socket": "\(endpoint.socketPath)"])
+            try DaemonStarter(endpoint: endpoint, logger: logger).start()
+            // It binds its socket within milliseconds; a slow machine gets a few seconds.
+            var delay: UInt64 = 10_000_000
+            let deadline = ContinuousClock.now + endpoint.startTimeout
+            var lastError = first
+            while ContinuousClock.now < deadline {
+                try? await Task.sleep(nanoseconds: delay)
+                delay = min(delay * 2, 200_000_000)
+                do {
+                    return try await handshake(endpoint, clientName: clientName, logger: logger)
+                } catch .unreachable(let reason) {
+                    lastError = reason
+                }
+            }
+            throw .cannotStartDaemon("ferryd did not answer on \(endpoint.socketPath) within \(endpoint.startTimeout) (\(lastError)); see \(endpoint.daemonLogPath)")
+        }
+    }
+
+    /// `open` for synchronous callers (a background `Session`'s initializer).
+    public static func openAndWait(
+        _ endpoint: DaemonEndpoint, clientName: String, logger: Logger = Logger(label: "ferry.daemon-client")
+    ) throws(DaemonConnectionError) -> DaemonConnection {
+        let box = NIOLockedValueBox<Result<DaemonConnection, DaemonConnectionError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Task.detached {
+            do throws(DaemonConnectionError) {
+                let connection = try await open(endpoint, clientName: clientName, logger: logger)
+                box.withLockedValue { $0 = .success(connection) }
+            } catch {
+                box.withLockedValue { $0 = .failure(error) }
+            }
+            done.signal()
+        }
+        done.wait()
+        return try box.withLockedValue { $0! }.get()
+    }
+
+    private static func handshake(
+        _ endpoint: DaemonEndpoint, clientName: String, logger: Logger
+    ) async throws(DaemonConnectionError) -> DaemonConnection {
+        let state = ConnectionState()
+        let channel: any Channel
+        do {
+            channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .connectTimeout(.seconds(2))
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandlers([
+                            ByteToMessageHandler(FrameDecoder()),
+                            MessageToByteHandler(FrameEncoder()),
+                            DaemonMessageHandler(state: state),
+                        ])
+                    }
+                }
+                .connect(unixDomainSocketPath: endpoint.socketPath).get()
+        } catch {
+            throw .unreachable("\(error)")
+        }
+        let hello = ClientMessage.hello(Hello(clientName: clientName, pid: getpid()))
+        let welcome: Welcome
+        do {
+            let answer = state.expectHandshake(on: channel.eventLoop)
+            try await channel.writeAndFlush(try MessageCoder().encode(hello))
+            welcome = try ProtocolVersion.accept(try await answer.get())
+        } catch let error as DaemonConnectionError {
+            try? await channel.close()
+            throw error
+        } catch let error as FerryProtocolError {
+            try? await channel.close()
+            throw .refused(error)
+        } catch {
+            try? await channel.close()
+            throw .connectionLost("during the handshake: \(error)")
+        }
+        logger.debug("connected to ferryd", metadata: ["daemonVersion": "\(welcome.daemonVersion)"])
+        return DaemonConnection(welcome: welcome, channel: channel, state: state, logger: logger)
+    }
+
+    /// Sends a request and waits for its reply. A `failure` from ferryd is thrown as
+    /// ``DaemonConnectionError/failure(_:)``.
+    public func send(_ request: Request) async throws(DaemonConnectionError) -> Reply {
+        do {
+            return try await enqueue(request).get()
+        } catch let error as DaemonConnectionError {
+            throw error
+        } catch {
+            throw .connectionLost("\(error)")
+        }
+    }
+
+    /// Sends a request and blocks this thread until the reply (or `timeout`).
+    public func sendAndWait(_ request: Request, timeout: TimeAmount = .seconds(30)) throws(DaemonConnectionError) -> Reply {
+        let future = enqueue(request)
+        let timer = channel.eventLoop.scheduleTask(in: timeout) {
+            self.state.fail(future: future, with: .timedOut("ferryd did not answer \(request.typeName) within \(timeout.nanoseconds / 1_000_000_000) s"))
+        }
+        defer { timer.cancel() }
+        let box = NIOLockedValueBox<Result<Reply, DaemonConnectionError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        future.whenComplete { result in
+            box.withLockedValue { value in
+                value = result.mapError { ($0 as? DaemonConnectionError) ?? .connectionLost("\($0)") }
+            }
+            done.signal()
+        }
+        done.wait()
+        return try box.withLockedValue { $0! }.get()
+    }
+
+    private func enqueue(_ request: Request) -> EventLoopFuture<Reply> {
+        let (id, promise) = state.register(on: channel.eventLoop)
+        do {
+            let payload = try MessageCoder().encode(ClientMessage.request(id: id, request))
+            channel.writeAndFlush(payload).whenFailure { [state] error in
+                state.complete(id: id, with: .failure(DaemonConnectionError.connectionLost("cannot send: \(error)")))
+            }
+        } catch {
+            state.complete(id: id, with: .failure(DaemonConnectionError.refused(error)))
+        }
+        return promise.futureResult
+    }
+
+    /// Whether the socket is still open.
+    public var isConnected: Bool { channel.isActive }
+
+    /// Closes the connection; ferryd treats it as the process going away.
+    public func close() async {
+        try? await channel.close()
+    }
+
+    /// `close` for synchronous callers.
+    public func closeNow() {
+        channel.close(promise: nil)
+    }
+}
+
+/// Why talking to ferryd failed.
+public enum DaemonConnectionError: Error, Sendable, CustomStringConvertible {
+    /// Nothing listens on the socket (and ferryd was not to be started).
+    case unreachable(String)
+    /// ferryd could not be found or started, or did not come up in time.
+    case cannotStartDaemon(String)
+    /// ferryd refused the handshake (e.g. `unsupportedVersion`) or sent something unreadable.
+    case refused(FerryProtocolError)
+    /// ferryd answered a request with an error (`backgroundSessionInUseByAnotherProcess`, …).
+    case failure(FerryProtocolError)
+    /// The connection closed before the answer came.
+    case connectionLost(String)
+    /// No answer in time.
+    case timedOut(String)
+
+    public var description: String {
+        switch self {
+        case .unreachable(let why): "ferryd is not reachable: \(why)"
+        case .cannotStartDaemon(let why): "cannot start ferryd: \(why)"
+        case .refused(let error): "ferryd refused the connection: \(error.code.rawValue): \(error.message)"
+        case .failure(let error): "\(error.code.rawValue): \(error.message)"
+        case .connectionLost(let why): "the connection to ferryd was lost: \(why)"
+        case .timedOut(let why): why
+        }
+    }
+
+    /// The protocol error code, when ferryd sent one.
+    public var protocolCode: FerryProtocolError.Code? {
+        switch self {
+        case .refused(let error), .failure(let error): error.code
+        default: nil
+        }
+    }
+}
