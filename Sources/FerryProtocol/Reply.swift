@@ -18,12 +18,17 @@ public enum Reply: Hashable, Sendable {
     case resumeData(CancelledWithResumeData)
     case invalidated(SessionReference)
     case acknowledged(Acknowledge)
+    /// The answer to ``Request/status``.
+    case status(DaemonStatus)
+    /// The answer to ``Request/stop``: ferryd is shutting down.
+    case stopping
 
     /// The `type` this reply is written with, for logs.
     public var typeName: String { tag.rawValue }
 
     enum Tag: String, TypeTag {
         case attached, sessions, tasks, taskIdentifier, submitted, task, resumeData, invalidated, acknowledged
+        case status, stopping
         static var family: String { "reply" }
     }
 
@@ -38,6 +43,8 @@ public enum Reply: Hashable, Sendable {
         case .resumeData: .resumeData
         case .invalidated: .invalidated
         case .acknowledged: .acknowledged
+        case .status: .status
+        case .stopping: .stopping
         }
     }
 }
@@ -54,6 +61,8 @@ extension Reply: Codable {
         case .resumeData: self = .resumeData(try CancelledWithResumeData(from: decoder))
         case .invalidated: self = .invalidated(try SessionReference(from: decoder))
         case .acknowledged: self = .acknowledged(try Acknowledge(from: decoder))
+        case .status: self = .status(try DaemonStatus(from: decoder))
+        case .stopping: self = .stopping
         }
     }
 
@@ -68,6 +77,8 @@ extension Reply: Codable {
         case .resumeData(let value): try encoder.encode(tag: tag, payload: value)
         case .invalidated(let value): try encoder.encode(tag: tag, payload: value)
         case .acknowledged(let value): try encoder.encode(tag: tag, payload: value)
+        case .status(let value): try encoder.encode(tag: tag, payload: value)
+        case .stopping: try encoder.encode(tag: tag)
         }
     }
 }
@@ -128,5 +139,50 @@ public struct CancelledWithResumeData: Hashable, Sendable, Codable {
     public init(task: TaskInfo, resumeData: Data?) {
         self.task = task
         self.resumeData = resumeData
+    }
+}
+
+/// How ferryd is, for `ferry daemon status`.
+///
+/// ```swift
+/// if case .reply(_, .status(let status)) = message {
+///     print("ferryd \(status.daemonVersion), pid \(status.pid), \(status.runningTaskCount) running")
+/// }
+/// ```
+public struct DaemonStatus: Hashable, Sendable, Codable {
+    public var daemonVersion: String
+    public var pid: Int32
+    public var startedAt: Date
+    /// The socket it listens on and its store, so a person can find them.
+    public var socketPath: String?
+    public var storePath: String?
+    public var sessionCount: Int
+    /// Open client connections, the asking one included.
+    public var connectionCount: Int
+    /// Sessions a process owns now.
+    public var ownedSessionCount: Int
+    public var waitingTaskCount: Int
+    public var runningTaskCount: Int
+    public var suspendedTaskCount: Int
+    /// Events stored and not yet acknowledged, all sessions together.
+    public var undeliveredEventCount: Int
+
+    public init(
+        daemonVersion: String, pid: Int32, startedAt: Date, socketPath: String? = nil, storePath: String? = nil,
+        sessionCount: Int = 0, connectionCount: Int = 0, ownedSessionCount: Int = 0, waitingTaskCount: Int = 0,
+        runningTaskCount: Int = 0, suspendedTaskCount: Int = 0, undeliveredEventCount: Int = 0
+    ) {
+        self.daemonVersion = daemonVersion
+        self.pid = pid
+        self.startedAt = startedAt
+        self.socketPath = socketPath
+        self.storePath = storePath
+        self.sessionCount = sessionCount
+        self.connectionCount = connectionCount
+        self.ownedSessionCount = ownedSessionCount
+        self.waitingTaskCount = waitingTaskCount
+        self.runningTaskCount = runningTaskCount
+        self.suspendedTaskCount = suspendedTaskCount
+        self.undeliveredEventCount = undeliveredEventCount
     }
 }

@@ -31,6 +31,13 @@ public enum Request: Hashable, Sendable {
     /// The client has handled every event up to a sequence number; ferryd deletes them.
     /// Reply: ``Reply/acknowledged(_:)``.
     case acknowledge(Acknowledge)
+    /// How ferryd is: version, pid, start time, counts (`ferry daemon status`). Anyone may ask.
+    /// Reply: ``Reply/status(_:)``.
+    case status
+    /// Stop ferryd gracefully: it answers, closes every connection with a `goodbye`, leaves
+    /// running tasks to resume at the next start, and exits. Anyone may ask.
+    /// Reply: ``Reply/stopping``.
+    case stop
 
     /// The `type` this request is written with, for logs.
     public var typeName: String { tag.rawValue }
@@ -39,7 +46,7 @@ public enum Request: Hashable, Sendable {
     public var sessionIdentifier: String? {
         switch self {
         case .attach(let attach): attach.sessionIdentifier
-        case .listSessions: nil
+        case .listSessions, .status, .stop: nil
         case .listTasks(let list): list.sessionIdentifier
         case .reserveTaskIdentifier(let session): session.sessionIdentifier
         case .submit(let submission): submission.sessionIdentifier
@@ -53,14 +60,14 @@ public enum Request: Hashable, Sendable {
     /// Whether only the owning connection may send this request.
     public var requiresOwner: Bool {
         switch self {
-        case .attach, .listSessions, .listTasks: false
+        case .attach, .listSessions, .listTasks, .status, .stop: false
         default: true
         }
     }
 
     enum Tag: String, TypeTag {
         case attach, listSessions, listTasks, reserveTaskIdentifier, submit, suspend, resume, cancel
-        case cancelProducingResumeData, invalidate, acknowledge
+        case cancelProducingResumeData, invalidate, acknowledge, status, stop
         static var family: String { "request" }
     }
 
@@ -77,6 +84,8 @@ public enum Request: Hashable, Sendable {
         case .cancelProducingResumeData: .cancelProducingResumeData
         case .invalidate: .invalidate
         case .acknowledge: .acknowledge
+        case .status: .status
+        case .stop: .stop
         }
     }
 }
@@ -95,6 +104,8 @@ extension Request: Codable {
         case .cancelProducingResumeData: self = .cancelProducingResumeData(try TaskReference(from: decoder))
         case .invalidate: self = .invalidate(try Invalidate(from: decoder))
         case .acknowledge: self = .acknowledge(try Acknowledge(from: decoder))
+        case .status: self = .status
+        case .stop: self = .stop
         }
     }
 
@@ -102,7 +113,7 @@ extension Request: Codable {
         let payload: (any Encodable)?
         switch self {
         case .attach(let value): payload = value
-        case .listSessions: payload = nil
+        case .listSessions, .status, .stop: payload = nil
         case .listTasks(let value): payload = value
         case .reserveTaskIdentifier(let value): payload = value
         case .submit(let value): payload = value
@@ -123,11 +134,19 @@ public struct AttachSession: Hashable, Sendable, Codable {
     /// True to own the session (one process at a time; it receives the events); false to
     /// watch it (list tasks and see progress) without owning it.
     public var owner: Bool
+    /// The configuration's `httpMaximumConnectionsPerHost` (1…64): how many of this session's
+    /// tasks run against one host at once. nil keeps what the session had (6 at first).
+    /// Only an owner's value is kept.
+    public var httpMaximumConnectionsPerHost: Int?
 
-    public init(sessionIdentifier: String, sharedContainerIdentifier: String? = nil, owner: Bool = true) {
+    public init(
+        sessionIdentifier: String, sharedContainerIdentifier: String? = nil, owner: Bool = true,
+        httpMaximumConnectionsPerHost: Int? = nil
+    ) {
         self.sessionIdentifier = sessionIdentifier
         self.sharedContainerIdentifier = sharedContainerIdentifier
         self.owner = owner
+        self.httpMaximumConnectionsPerHost = httpMaximumConnectionsPerHost
     }
 }
 
@@ -202,9 +221,12 @@ extension Request {
             if let group = attach.sharedContainerIdentifier, group.isEmpty || group.utf8.count > 1024 {
                 throw FerryProtocolError(.badRequest, "an app group identifier has 1 to 1024 bytes")
             }
+            if let limit = attach.httpMaximumConnectionsPerHost, !(1...64).contains(limit) {
+                throw FerryProtocolError(.badRequest, "httpMaximumConnectionsPerHost is between 1 and 64")
+            }
         case .listTasks(let list):
             if let limit = list.limit, limit < 1 { throw FerryProtocolError(.badRequest, "a page holds at least one task") }
-        case .listSessions, .reserveTaskIdentifier, .invalidate:
+        case .listSessions, .reserveTaskIdentifier, .invalidate, .status, .stop:
             break
         }
     }

@@ -99,6 +99,16 @@ public struct TaskSubmission: Hashable, Sendable, Codable {
     public var taskDescription: String?
     /// Resume data from a cancelled or failed download (the library's documented format).
     public var resumeData: Data?
+    /// The configuration's `timeoutIntervalForResource`: the task fails with `timedOut` when
+    /// it has not finished this many seconds after it was submitted, retries included.
+    /// nil: 7 days (``TaskSubmission/defaultResourceTimeout``), as the platform.
+    public var timeoutIntervalForResource: Double?
+    /// The configuration's `timeoutIntervalForRequest`: an attempt fails when no byte moves
+    /// for this many seconds (and is retried when that is safe). nil: 60 s.
+    public var timeoutIntervalForRequest: Double?
+
+    /// What ``timeoutIntervalForResource`` is when a submission leaves it out: 7 days.
+    public static let defaultResourceTimeout: Double = 7 * 24 * 3600
 
     public init(
         sessionIdentifier: String,
@@ -111,7 +121,9 @@ public struct TaskSubmission: Hashable, Sendable, Codable {
         priority: Double = 0.5,
         earliestBeginDate: Date? = nil,
         taskDescription: String? = nil,
-        resumeData: Data? = nil
+        resumeData: Data? = nil,
+        timeoutIntervalForResource: Double? = nil,
+        timeoutIntervalForRequest: Double? = nil
     ) {
         self.sessionIdentifier = sessionIdentifier
         self.taskIdentifier = taskIdentifier
@@ -124,6 +136,8 @@ public struct TaskSubmission: Hashable, Sendable, Codable {
         self.earliestBeginDate = earliestBeginDate
         self.taskDescription = taskDescription
         self.resumeData = resumeData
+        self.timeoutIntervalForResource = timeoutIntervalForResource
+        self.timeoutIntervalForRequest = timeoutIntervalForRequest
     }
 
     /// Checks what can be checked without the daemon's state.
@@ -152,6 +166,9 @@ public struct TaskSubmission: Hashable, Sendable, Codable {
             throw bad("an idempotency key has 1 to 256 bytes")
         }
         if resumeData != nil, kind != .download { throw bad("only a download can start from resume data") }
+        for (name, value) in [("timeoutIntervalForResource", timeoutIntervalForResource), ("timeoutIntervalForRequest", timeoutIntervalForRequest)] {
+            if let value, !(value > 0 && value.isFinite) { throw bad("\(name) is a positive number of seconds") }
+        }
     }
 }
 
@@ -178,13 +195,17 @@ public struct TaskInfo: Hashable, Sendable, Codable {
     public var nextAttemptDate: Date?
     /// Why the last attempt failed, or why the task failed.
     public var lastError: FerryProtocolError?
+    /// Why a task that is not running is not moving, and until when (`ferry explain`).
+    /// nil for running and finished tasks, and from daemons that do not say.
+    public var waitingReason: WaitingReason?
 
     public init(
         sessionIdentifier: String, taskIdentifier: Int, kind: TaskKind, state: TaskState,
         request: TaskRequest, taskDescription: String? = nil, idempotencyKey: String? = nil,
         priority: Double = 0.5, earliestBeginDate: Date? = nil, bytesSent: Int64 = 0,
         bytesReceived: Int64 = 0, bytesExpectedToSend: Int64? = nil, bytesExpectedToReceive: Int64? = nil,
-        attemptCount: Int = 0, nextAttemptDate: Date? = nil, lastError: FerryProtocolError? = nil
+        attemptCount: Int = 0, nextAttemptDate: Date? = nil, lastError: FerryProtocolError? = nil,
+        waitingReason: WaitingReason? = nil
     ) {
         self.sessionIdentifier = sessionIdentifier
         self.taskIdentifier = taskIdentifier
@@ -202,6 +223,7 @@ public struct TaskInfo: Hashable, Sendable, Codable {
         self.attemptCount = attemptCount
         self.nextAttemptDate = nextAttemptDate
         self.lastError = lastError
+        self.waitingReason = waitingReason
     }
 }
 

@@ -14,7 +14,8 @@ enum Fixtures {
         request: TaskRequest(url: url, method: "POST", headers: [Header("Content-Type", "image/jpeg"), Header("X-A", "1"), Header("X-A", "2")]),
         bodyFile: "/home/me/.local/share/ferry/groups/group.example/photo.jpg",
         destination: nil, idempotencyKey: "share-001", priority: 0.75, earliestBeginDate: date,
-        taskDescription: "photo.jpg → imgur", resumeData: nil)
+        taskDescription: "photo.jpg → imgur", resumeData: nil,
+        timeoutIntervalForResource: 3_600, timeoutIntervalForRequest: 30)
 
     static let minimalSubmission = TaskSubmission(
         sessionIdentifier: session, kind: .download, request: TaskRequest(url: URL(string: "http://localhost/x")!),
@@ -25,7 +26,16 @@ enum Fixtures {
         taskDescription: "photo", idempotencyKey: "share-001", priority: 0.75, earliestBeginDate: date,
         bytesSent: 1_024, bytesReceived: 0, bytesExpectedToSend: 4_096, bytesExpectedToReceive: nil,
         attemptCount: 2, nextAttemptDate: date.addingTimeInterval(30),
-        lastError: FerryProtocolError(FerryProtocolError.Code(rawValue: "networkConnectionLost"), "the connection broke"))
+        lastError: FerryProtocolError(FerryProtocolError.Code(rawValue: "networkConnectionLost"), "the connection broke"),
+        waitingReason: WaitingReason(
+            kind: .backingOff, until: date.addingTimeInterval(30),
+            error: FerryProtocolError(FerryProtocolError.Code(rawValue: "networkConnectionLost"), "the connection broke"),
+            message: "backing off after networkConnectionLost"))
+
+    static let hostLimitedTask = TaskInfo(
+        sessionIdentifier: session, taskIdentifier: 9, kind: .download, state: .waiting,
+        request: TaskRequest(url: URL(string: "http://localhost/big")!),
+        waitingReason: WaitingReason(kind: .hostLimit, host: "localhost", message: "6 tasks already run against localhost"))
 
     static let bareTask = TaskInfo(
         sessionIdentifier: session, taskIdentifier: 1, kind: .data, state: .completed,
@@ -34,6 +44,9 @@ enum Fixtures {
     static let requests: [Request] = [
         .attach(AttachSession(sessionIdentifier: session, sharedContainerIdentifier: "group.example", owner: true)),
         .attach(AttachSession(sessionIdentifier: session, owner: false)),
+        .attach(AttachSession(sessionIdentifier: session, owner: true, httpMaximumConnectionsPerHost: 2)),
+        .status,
+        .stop,
         .listSessions,
         .listTasks(ListTasks(sessionIdentifier: session)),
         .listTasks(ListTasks(sessionIdentifier: session, afterTaskIdentifier: 500, limit: 100)),
@@ -58,6 +71,13 @@ enum Fixtures {
         ]),
         .tasks(TaskPage(tasks: [])),
         .tasks(TaskPage(tasks: [task], nextAfterTaskIdentifier: 4)),
+        .tasks(TaskPage(tasks: [hostLimitedTask])),
+        .status(DaemonStatus(daemonVersion: "0.1.0", pid: 4242, startedAt: date)),
+        .status(DaemonStatus(
+            daemonVersion: "0.1.0", pid: 1, startedAt: date, socketPath: "/run/user/1000/ferry/ferryd.sock",
+            storePath: "/home/me/.local/share/ferry/ferryd.sqlite", sessionCount: 3, connectionCount: 2,
+            ownedSessionCount: 1, waitingTaskCount: 10, runningTaskCount: 4, suspendedTaskCount: 1, undeliveredEventCount: 7)),
+        .stopping,
         .taskIdentifier(17),
         .submitted(Submitted(task: task, existing: true)),
         .task(bareTask),

@@ -30,6 +30,9 @@ struct ValidationTests {
         (submission { $0.priority = .nan }, "priority"),
         (submission { $0.idempotencyKey = "" }, "idempotency key"),
         (submission { $0.resumeData = Data([1]) }, "resume data"),
+        (submission { $0.timeoutIntervalForResource = 0 }, "timeoutIntervalForResource"),
+        (submission { $0.timeoutIntervalForRequest = -1 }, "timeoutIntervalForRequest"),
+        (submission { $0.timeoutIntervalForRequest = .infinity }, "timeoutIntervalForRequest"),
     ])
     func invalid(_ submission: TaskSubmission, _ mentions: String) {
         let error = #expect(throws: FerryProtocolError.self) { try submission.validate() }
@@ -50,6 +53,8 @@ struct RequestValidationTests {
         .listTasks(ListTasks(sessionIdentifier: "s", limit: 0)),
         .attach(AttachSession(sessionIdentifier: String(repeating: "x", count: 1025))),
         .attach(AttachSession(sessionIdentifier: "s", sharedContainerIdentifier: "")),
+        .attach(AttachSession(sessionIdentifier: "s", httpMaximumConnectionsPerHost: 0)),
+        .attach(AttachSession(sessionIdentifier: "s", httpMaximumConnectionsPerHost: 65)),
         .cancel(TaskReference(sessionIdentifier: "s", taskIdentifier: 0)),
         .acknowledge(Acknowledge(sessionIdentifier: "s", upToSequence: -1)),
         .submit(ValidationTests.submission { $0.priority = -1 }),
