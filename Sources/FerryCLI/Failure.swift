@@ -116,6 +116,7 @@ enum JSONOutput {
     static func print<T: Encodable>(_ value: T) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .iso8601
         guard let data = try? encoder.encode(value) else { return }
         Console.out(String(decoding: data, as: UTF8.self))
     }

@@ -132,7 +132,10 @@ extension URL {
         }
         components.user = nil
         components.password = nil
-        if components.query != nil { components.query = "…" }
-        return components.string ?? "<url>"
+        let hadQuery = components.query != nil
+        components.query = nil
+        components.fragment = nil
+        // Appended after rendering: URLComponents would percent-encode the ellipsis.
+        return (components.string ?? "<url>") + (hadQuery ? "?…" : "")
     }
 }

@@ -24,6 +24,18 @@ public struct UploadBody: Sendable {
 
     let source: Source
 
+    /// The file the body is read from, when it is one (background sessions hand the path to ferryd).
+    package var fileURL: URL? {
+        if case .file(let url) = source { return url }
+        return nil
+    }
+
+    /// The bytes, when the body is in memory (background sessions write them to a file first).
+    package var inMemoryData: Data? {
+        if case .data(let data) = source { return data }
+        return nil
+    }
+
     public static func data(_ data: Data) -> UploadBody { UploadBody(source: .data(data)) }
     public static func file(_ url: URL) -> UploadBody { UploadBody(source: .file(url)) }
     /// - Parameters:
