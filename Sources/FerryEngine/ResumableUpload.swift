@@ -120,7 +120,9 @@ extension TransferEngine {
             }
         }
         if state.uploadResource == nil {
-            state.uploadResource = try await createUpload(request, version: version, total: total, state: &state)
+            let created = try await createUpload(request, version: version, total: total, state: &state)
+            state.uploadResource = created
+            observer.transferDidCreateUploadResource(ResumableUploadPoint(location: created.location, interopVersion: created.version.rawValue))
         }
         // From here the upload can be continued, whatever the method.
         state.canRepeat = true

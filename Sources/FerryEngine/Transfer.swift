@@ -13,6 +13,11 @@ public struct Transfer: Sendable {
     public var idleTimeout: TimeInterval?
     public var retry: RetryPolicy
     public var resumableUpload: ResumableUploadMode
+    /// An upload resource an earlier run created (reported by
+    /// ``TransferObserver/transferDidCreateUploadResource(_:)``): the upload continues from
+    /// the offset the server confirms for it (`HEAD`), or starts anew if the server forgot it.
+    /// This is how a process that persisted the resource (ferryd) resumes after a restart.
+    public var resumeUpload: ResumableUploadPoint?
 
     public init(
         request: Request,
@@ -59,6 +64,24 @@ public struct ResumePoint: Sendable, Hashable, Codable {
     }
 }
 
+/// A server-side resumable upload: where it is and the draft version it speaks. Persist it
+/// to continue the upload after the process restarts.
+///
+/// ```swift
+/// var transfer = Transfer(request: request, upload: .file(photo))
+/// transfer.resumeUpload = ResumableUploadPoint(location: savedURL, interopVersion: 6)
+/// ```
+public struct ResumableUploadPoint: Sendable, Hashable, Codable {
+    public var location: URL
+    /// The `Upload-Draft-Interop-Version` the resource was created with.
+    public var interopVersion: Int
+
+    public init(location: URL, interopVersion: Int) {
+        self.location = location
+        self.interopVersion = interopVersion
+    }
+}
+
 /// How an upload uses the IETF resumable-upload protocol.
 public enum ResumableUploadMode: Sendable, Hashable {
     /// Ask the server (one `OPTIONS`) for bodies of 1 MiB or more whose length is known
@@ -88,6 +111,9 @@ public protocol TransferObserver: Sendable {
     func transferDidResume(atOffset offset: Int64, expectedTotal: Int64)
     /// A retry is scheduled after `delay` because of `reason`.
     func transferWillRetry(after delay: Duration, reason: String)
+    /// The server created a resumable upload resource for this upload; keep it to resume
+    /// after a restart (``Transfer/resumeUpload``).
+    func transferDidCreateUploadResource(_ point: ResumableUploadPoint)
 }
 
 extension TransferObserver {
@@ -98,6 +124,7 @@ extension TransferObserver {
     public func transferDidWrite(bytes: Int64, totalBytesWritten: Int64, totalBytesExpectedToWrite: Int64) {}
     public func transferDidResume(atOffset offset: Int64, expectedTotal: Int64) {}
     public func transferWillRetry(after delay: Duration, reason: String) {}
+    public func transferDidCreateUploadResource(_ point: ResumableUploadPoint) {}
 }
 
 /// An observer that wants nothing.

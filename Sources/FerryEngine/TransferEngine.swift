@@ -185,5 +185,8 @@ struct AttemptState {
         let repeatableBody = transfer.upload?.isSeekable ?? true
         self.canRepeat = repeatableBody && RetryPolicy.isIdempotent(transfer.request.method)
         if case .file(_, let resume?) = transfer.destination { validator = resume.validator }
+        if let point = transfer.resumeUpload, let version = ResumableUploadVersion(rawValue: point.interopVersion) {
+            uploadResource = ResumableUploadResource(location: point.location, version: version)
+        }
     }
 }
