@@ -46,6 +46,40 @@ extension FerryStore {
         }
     }
 
+    /// Sets the session's `httpMaximumConnectionsPerHost` (1…64) and returns the session.
+    ///
+    /// - Throws: ``FerryStoreError/Code/unknownSession``; ``FerryStoreError/Code/constraintViolation`` outside 1…64.
+    @discardableResult
+    public func setMaximumConnectionsPerHost(_ limit: Int, session identifier: String) async throws -> SessionRecord {
+        let path = self.path
+        return try await write("set the connection limit of \(identifier)") { db in
+            try db.execute(
+                sql: "UPDATE session SET maximum_connections_per_host = ? WHERE identifier = ?", arguments: [limit, identifier])
+            guard let session = try SessionRecord.fetchOne(db, sql: "SELECT * FROM session WHERE identifier = ?", arguments: [identifier])
+            else { throw FerryStoreError.unknownSession(identifier, path: path) }
+            return session
+        }
+    }
+
+    /// Every session with how many tasks it has and how many events wait for it, for
+    /// `listSessions`, in one read.
+    public func sessionSummaries() async throws -> [SessionSummary] {
+        try await read("summarise sessions") { db in
+            let sessions = try SessionRecord.fetchAll(db, sql: "SELECT * FROM session ORDER BY created_at, identifier")
+            var tasks: [String: Int] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT session_identifier AS s, COUNT(*) AS n FROM task GROUP BY s") {
+                tasks[row["s"]] = row["n"]
+            }
+            var events: [String: Int] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT session_identifier AS s, COUNT(*) AS n FROM event GROUP BY s") {
+                events[row["s"]] = row["n"]
+            }
+            return sessions.map {
+                SessionSummary(session: $0, taskCount: tasks[$0.identifier] ?? 0, undeliveredEventCount: events[$0.identifier] ?? 0)
+            }
+        }
+    }
+
     /// Reserves the session's next task identifier (1, 2, 3…); identifiers are never reused,
     /// even after their task is deleted. Pass it in ``NewTask/taskIdentifier`` to submit later.
     ///
@@ -78,4 +112,11 @@ extension FerryStoreError {
     static func unknownTask(_ task: Int, session: String, path: String) -> FerryStoreError {
         FerryStoreError(.unknownTask, "session \"\(session)\" has no task \(task)", path: path)
     }
+}
+
+/// A session and its counts, from ``FerryStore/sessionSummaries()``.
+public struct SessionSummary: Hashable, Sendable {
+    public var session: SessionRecord
+    public var taskCount: Int
+    public var undeliveredEventCount: Int
 }

@@ -159,11 +159,13 @@ extension FerryStore {
     /// waits again, with the error kept for `ferry explain` and the next attempt time set.
     @discardableResult
     public func scheduleRetry(
-        session: String, task: Int, errorCode: String, errorMessage: String, at retryAt: Date, now: Date = Date()
+        session: String, task: Int, errorCode: String, errorMessage: String, at retryAt: Date,
+        reason: TaskRecord.RetryReason = .backoff, now: Date = Date()
     ) async throws -> TaskRecord {
         try await updateTask(session: session, task: task, now: now) { record in
             record.state = .waiting
             record.nextAttemptAt = retryAt
+            record.retryReason = reason
             record.lastErrorCode = errorCode
             record.lastErrorMessage = errorMessage
         }
@@ -198,6 +200,17 @@ extension FerryStore {
                 sql: "UPDATE task SET state = 'waiting', updated_at = ? WHERE state = 'running'",
                 arguments: [now.timeIntervalSince1970])
             return db.changesCount
+        }
+    }
+
+    /// How many tasks are in each state, all sessions together (`ferry daemon status`).
+    public func taskCounts() async throws -> [TaskRecord.State: Int] {
+        try await read("count tasks") { db in
+            var counts: [TaskRecord.State: Int] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT state, COUNT(*) AS n FROM task GROUP BY state") {
+                if let state = TaskRecord.State(rawValue: row["state"]) { counts[state] = row["n"] }
+            }
+            return counts
         }
     }
 

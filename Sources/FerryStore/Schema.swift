@@ -8,6 +8,9 @@ enum Schema {
         migrator.registerMigration("v1") { db in
             try db.execute(sql: v1)
         }
+        migrator.registerMigration("v2") { db in
+            try db.execute(sql: v2)
+        }
         return migrator
     }
 
@@ -72,5 +75,18 @@ enum Schema {
                 REFERENCES task(session_identifier, task_identifier) ON DELETE CASCADE
         );
         CREATE INDEX event_by_session ON event(session_identifier, sequence);
+        """
+
+    /// ferryd's scheduling settings: per-task time-outs and why a retry waits, the session's
+    /// per-host connection limit.
+    static let v2 = """
+        ALTER TABLE task ADD COLUMN resource_timeout DOUBLE
+            CONSTRAINT task_resource_timeout CHECK (resource_timeout > 0);
+        ALTER TABLE task ADD COLUMN request_timeout DOUBLE
+            CONSTRAINT task_request_timeout CHECK (request_timeout > 0);
+        ALTER TABLE task ADD COLUMN retry_reason TEXT
+            CONSTRAINT task_retry_reason CHECK (retry_reason IN ('backoff', 'retryAfter'));
+        ALTER TABLE session ADD COLUMN maximum_connections_per_host INTEGER NOT NULL DEFAULT 6
+            CONSTRAINT session_maximum_connections_per_host CHECK (maximum_connections_per_host BETWEEN 1 AND 64);
         """
 }

@@ -14,6 +14,8 @@ public struct SessionRecord: Hashable, Sendable, Codable {
     /// The app group whose container holds the session's files, if any.
     public var sharedContainerIdentifier: String?
     public var createdAt: Date
+    /// Tasks of this session running against one host at once (`httpMaximumConnectionsPerHost`).
+    public var maximumConnectionsPerHost: Int
     /// The last task identifier handed out; identifiers are never reused within a session.
     public internal(set) var lastTaskIdentifier: Int
 
@@ -22,6 +24,7 @@ public struct SessionRecord: Hashable, Sendable, Codable {
         self.appBundleIdentifier = appBundleIdentifier
         self.sharedContainerIdentifier = sharedContainerIdentifier
         self.createdAt = createdAt
+        self.maximumConnectionsPerHost = 6
         self.lastTaskIdentifier = 0
     }
 
@@ -31,6 +34,7 @@ public struct SessionRecord: Hashable, Sendable, Codable {
         case sharedContainerIdentifier = "shared_container_identifier"
         case createdAt = "created_at"
         case lastTaskIdentifier = "last_task_identifier"
+        case maximumConnectionsPerHost = "maximum_connections_per_host"
     }
 }
 

@@ -77,6 +77,13 @@ public struct TaskRecord: Hashable, Sendable, Codable {
     public var nextAttemptAt: Date?
     public var lastErrorCode: String?
     public var lastErrorMessage: String?
+    /// Why `nextAttemptAt` is set: after a failure (`backoff`) or because the server said
+    /// when (`retryAfter`).
+    public var retryReason: RetryReason?
+    /// Seconds from creation after which the task fails (`timeoutIntervalForResource`); nil: ferryd's default.
+    public var resourceTimeout: Double?
+    /// Seconds without a byte after which an attempt fails (`timeoutIntervalForRequest`); nil: ferryd's default.
+    public var requestTimeout: Double?
 
     public var taskDescription: String?
     public internal(set) var createdAt: Date
@@ -94,7 +101,18 @@ public struct TaskRecord: Hashable, Sendable, Codable {
         case idempotencyKey = "idempotency_key", earliestBeginDate = "earliest_begin_date"
         case attemptCount = "attempt_count", nextAttemptAt = "next_attempt_at"
         case lastErrorCode = "last_error_code", lastErrorMessage = "last_error_message"
+        case retryReason = "retry_reason", resourceTimeout = "resource_timeout", requestTimeout = "request_timeout"
         case taskDescription = "task_description", createdAt = "created_at", updatedAt = "updated_at"
+    }
+}
+
+extension TaskRecord {
+    /// Why a waiting task has a next attempt time.
+    public enum RetryReason: String, Hashable, Sendable, Codable, CaseIterable {
+        /// An attempt failed; exponential backoff.
+        case backoff
+        /// The server answered 429/503 with `Retry-After`.
+        case retryAfter
     }
 }
 
@@ -153,13 +171,15 @@ public struct NewTask: Hashable, Sendable {
     public var resumeOffset: Int64?
     /// `waiting` (the default) or `suspended`.
     public var initialState: TaskRecord.State
+    public var resourceTimeout: Double?
+    public var requestTimeout: Double?
 
     public init(
         sessionIdentifier: String, taskIdentifier: Int? = nil, kind: TaskRecord.Kind, url: String,
         method: String = "GET", headers: [HeaderField] = [], bodyFile: String? = nil, destinationFile: String? = nil,
         idempotencyKey: String? = nil, priority: Double = 0.5, earliestBeginDate: Date? = nil,
         taskDescription: String? = nil, resumeValidator: String? = nil, resumeOffset: Int64? = nil,
-        initialState: TaskRecord.State = .waiting
+        initialState: TaskRecord.State = .waiting, resourceTimeout: Double? = nil, requestTimeout: Double? = nil
     ) {
         self.sessionIdentifier = sessionIdentifier
         self.taskIdentifier = taskIdentifier
@@ -176,6 +196,8 @@ public struct NewTask: Hashable, Sendable {
         self.resumeValidator = resumeValidator
         self.resumeOffset = resumeOffset
         self.initialState = initialState
+        self.resourceTimeout = resourceTimeout
+        self.requestTimeout = requestTimeout
     }
 
     func record(identifier: Int, now: Date) -> TaskRecord {
@@ -186,7 +208,8 @@ public struct NewTask: Hashable, Sendable {
             resumeValidator: resumeValidator, resumeOffset: resumeOffset, uploadResourceURL: nil,
             uploadInteropVersion: nil, idempotencyKey: idempotencyKey, priority: priority,
             earliestBeginDate: earliestBeginDate, attemptCount: 0, nextAttemptAt: nil, lastErrorCode: nil,
-            lastErrorMessage: nil, taskDescription: taskDescription, createdAt: now, updatedAt: now)
+            lastErrorMessage: nil, retryReason: nil, resourceTimeout: resourceTimeout, requestTimeout: requestTimeout,
+            taskDescription: taskDescription, createdAt: now, updatedAt: now)
     }
 }
 

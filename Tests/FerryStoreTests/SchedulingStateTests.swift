@@ -1,0 +1,76 @@
+import Foundation
+@testable import FerryStore
+import Testing
+
+@Suite("Scheduling state: time-outs, retry reasons, connection limits, counts")
+struct SchedulingStateTests {
+    @Test("time-outs and the retry reason survive reopening")
+    func timeoutsAndRetryReason() async throws {
+        try await withTemporaryDirectory { (directory) async throws in
+            let path = directory.appendingPathComponent("ferryd.sqlite").path
+            do {
+                let store = try FerryStore(path: path)
+                defer { try? store.close() }
+                _ = try await store.openSession("s", appBundleIdentifier: "com.example.app")
+                var task = download("a")
+                task.resourceTimeout = 3_600
+                task.requestTimeout = 30
+                let submitted = try await store.submit(task, now: t0).task
+                #expect(submitted.resourceTimeout == 3_600 && submitted.requestTimeout == 30 && submitted.retryReason == nil)
+                _ = try await store.updateState(session: "s", task: 1, to: .running, now: t0)
+                try await store.scheduleRetry(
+                    session: "s", task: 1, errorCode: "http503", errorMessage: "HTTP 503", at: t0 + 2, reason: .retryAfter, now: t0)
+            }
+            let store = try FerryStore(path: path)
+            defer { try? store.close() }
+            let task = try #require(try await store.task(session: "s", task: 1))
+            #expect(task.resourceTimeout == 3_600 && task.requestTimeout == 30)
+            #expect(task.retryReason == .retryAfter && task.nextAttemptAt == t0 + 2 && task.state == .waiting)
+            #expect(try await store.runnableTasks(now: t0 + 1.9).isEmpty)
+            #expect(try await store.runnableTasks(now: t0 + 2).map(\.taskIdentifier) == [1])
+        }
+    }
+
+    @Test("a time-out that is not positive is refused")
+    func badTimeout() async throws {
+        try await withStore { (store, _) async throws in
+            var task = download("a")
+            task.resourceTimeout = 0
+            let error = await #expect(throws: FerryStoreError.self) { try await store.submit(task) }
+            #expect(error?.code == .invalidTask)
+            #expect(try await store.tasks(in: "s").isEmpty)
+        }
+    }
+
+    @Test("a session's per-host limit starts at 6, changes within 1…64, and refuses others")
+    func connectionLimit() async throws {
+        try await withStore { (store, _) async throws in
+            #expect(try await store.session("s")?.maximumConnectionsPerHost == 6)
+            #expect(try await store.setMaximumConnectionsPerHost(2, session: "s").maximumConnectionsPerHost == 2)
+            for bad in [0, 65] {
+                await #expect(throws: FerryStoreError.self) { try await store.setMaximumConnectionsPerHost(bad, session: "s") }
+            }
+            #expect(try await store.session("s")?.maximumConnectionsPerHost == 2)
+            let error = await #expect(throws: FerryStoreError.self) { try await store.setMaximumConnectionsPerHost(3, session: "nope") }
+            #expect(error?.code == .unknownSession)
+        }
+    }
+
+    @Test("counts by state and per session")
+    func counts() async throws {
+        try await withStore { (store, _) async throws in
+            _ = try await store.openSession("t", appBundleIdentifier: "com.example.other")
+            for name in ["a", "b", "c"] { _ = try await store.submit(download(name)) }
+            _ = try await store.submit(download("d", session: "t"))
+            _ = try await store.updateState(session: "s", task: 2, to: .running)
+            _ = try await store.updateState(session: "s", task: 3, to: .suspended)
+            try await store.appendEvent(event(1, "completed"))
+            try await store.appendEvent(event(nil, "x"))
+            #expect(try await store.taskCounts() == [.waiting: 2, .running: 1, .suspended: 1])
+            let summaries = try await store.sessionSummaries()
+            #expect(summaries.map(\.session.identifier) == ["s", "t"])
+            #expect(summaries.map(\.taskCount) == [3, 1])
+            #expect(summaries.map(\.undeliveredEventCount) == [2, 0])
+        }
+    }
+}
