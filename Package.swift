@@ -16,6 +16,7 @@ let package = Package(
         .executable(name: "ferry", targets: ["FerryCLI"]),
         .executable(name: "byteclub-server", targets: ["ByteClubServerApp"]),
         .executable(name: "ferry-testserver", targets: ["FerryTestServer"]),
+        .executable(name: "ferryd", targets: ["FerryDaemonApp"]),
     ],
     dependencies: [
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
@@ -118,6 +119,32 @@ let package = Package(
             dependencies: ["FerryTestSupport"],
             swiftSettings: swiftSettings
         ),
+        // ferryd: sockets, connections, owners, events, scheduling through FerryEngine,
+        // relaunch. A library, so that all of it is testable; `ferryd` is a thin executable.
+        .target(
+            name: "FerryDaemon",
+            dependencies: [
+                "FerryProtocol",
+                "FerryStore",
+                "FerryEngine",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "FerryDaemonApp",
+            dependencies: [
+                "FerryDaemon",
+                "FerryStore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // MARK: byteclub-server (issue: byteclub-server)
         .systemLibrary(
             name: "CVips",
@@ -178,6 +205,22 @@ let package = Package(
             name: "FerryCLITests",
             // FerryCLI: so that `swift test` builds the `ferry` binary the tests run.
             dependencies: ["FerryCLI", "FerryTestSupport", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "FerryDaemonTests",
+            // FerryDaemonApp: so that `swift test` builds the `ferryd` binary the tests run.
+            dependencies: [
+                "FerryDaemon",
+                "FerryDaemonApp",
+                "FerryProtocol",
+                "FerryStore",
+                "FerryEngine",
+                "FerryTestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

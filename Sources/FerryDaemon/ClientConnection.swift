@@ -1,0 +1,185 @@
+import FerryProtocol
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// One client on ferryd's socket: how to write to it, who it is, and the bound on what it
+/// may leave unread.
+///
+/// Writes go through `send`, from any thread, in call order. A client that does not read
+/// cannot make ferryd buffer without end: when more than `maximumOutboundBytes` wait to be
+/// written, or the socket stays full for `stallTimeout`, the connection is closed with a
+/// logged reason (a live `progress` is simply dropped while the socket is full).
+final class ClientConnection: Sendable {
+    let id: UInt64
+    let peer: SocketPeer
+    let channel: any Channel
+    let logger: Logger
+    let maximumOutboundBytes: Int
+    private let coder = MessageCoder()
+    private struct Outbound {
+        var pendingBytes = 0
+        var closing = false
+        var hello: Hello?
+    }
+    private let outbound = NIOLockedValueBox(Outbound())
+
+    init(id: UInt64, peer: SocketPeer, channel: any Channel, maximumOutboundBytes: Int, logger: Logger) {
+        self.id = id
+        self.peer = peer
+        self.channel = channel
+        self.maximumOutboundBytes = maximumOutboundBytes
+        var logger = logger
+        logger[metadataKey: "connection"] = "\(id)"
+        logger[metadataKey: "peer-pid"] = "\(peer.pid)"
+        self.logger = logger
+    }
+
+    /// The client's hello, once the handshake is done (for logs and status).
+    var hello: Hello? {
+        get { outbound.withLockedValue { $0.hello } }
+        set { outbound.withLockedValue { $0.hello = newValue } }
+    }
+
+    var isClosing: Bool { outbound.withLockedValue { $0.closing } }
+
+    /// Queues `message`. Returns false when it was not sent (the connection is closing, or
+    /// a droppable message met a full socket).
+    @discardableResult
+    func send(_ message: DaemonMessage, droppable: Bool = false) -> Bool {
+        let payload: ByteBuffer
+        do {
+            payload = try coder.encode(message)
+        } catch {
+            logger.error("cannot encode a message", metadata: ["type": "\(message.typeName)", "error": "\(error.shortDescription)"])
+            return false
+        }
+        if droppable, !channel.isWritable { return false }
+        let size = payload.readableBytes + FrameDecoder.lengthPrefixSize
+        let overflow: Bool? = outbound.withLockedValue { state in
+            if state.closing { return nil }
+            state.pendingBytes += size
+            return state.pendingBytes > maximumOutboundBytes
+        }
+        guard let overflow else { return false }
+        if overflow {
+            close(reason: "the client is not reading: more than \(maximumOutboundBytes) bytes wait for it", goodbye: nil)
+            return false
+        }
+        channel.writeAndFlush(payload).whenComplete { [outbound] _ in
+            outbound.withLockedValue { $0.pendingBytes -= size }
+        }
+        return true
+    }
+
+    /// Sends `goodbye` (when given and the socket can still take it) and closes. Logs why.
+    func close(reason: String, goodbye: FerryProtocolError?) {
+        close(reason: reason, last: goodbye.map { DaemonMessage.goodbye($0) })
+    }
+
+    /// Sends `last` (a `refused` or `goodbye`, when the socket can still take it), then closes.
+    func close(reason: String, last: DaemonMessage?) {
+        let first = outbound.withLockedValue { state -> Bool in
+            defer { state.closing = true }
+            return !state.closing
+        }
+        guard first else { return }
+        logger.notice("closing connection", metadata: ["reason": "\(reason)"])
+        if let last, channel.isWritable, let payload = try? coder.encode(last) {
+            channel.writeAndFlush(payload).whenComplete { [channel] _ in channel.close(promise: nil) }
+        } else {
+            channel.close(promise: nil)
+        }
+    }
+}
+
+/// Reads frames from one client: the handshake rules (``ConnectionStateMachine``), then its
+/// requests in order, one at a time, to the daemon.
+final class ConnectionHandler: ChannelInboundHandler, Sendable {
+    typealias InboundIn = ByteBuffer
+
+    let connection: ClientConnection
+    let daemon: Daemon
+    let stallTimeout: TimeAmount
+    private let machine: NIOLockedValueBox<ConnectionStateMachine>
+    private let requests: AsyncStream<(UInt64, Request)>.Continuation
+    private let stallTimer = NIOLockedValueBox<Scheduled<Void>?>(nil)
+
+    init(connection: ClientConnection, daemon: Daemon, daemonVersion: String, stallTimeout: TimeAmount) {
+        self.connection = connection
+        self.daemon = daemon
+        self.stallTimeout = stallTimeout
+        self.machine = NIOLockedValueBox(ConnectionStateMachine(daemonVersion: daemonVersion))
+        let (stream, continuation) = AsyncStream<(UInt64, Request)>.makeStream()
+        self.requests = continuation
+        // Requests of one connection are served in order: an acknowledge sent after an
+        // attach is handled after it.
+        Task { [daemon, connection] in
+            await daemon.connected(connection)
+            for await (id, request) in stream {
+                await daemon.handle(id: id, request, from: connection)
+            }
+            await daemon.disconnected(connection)
+        }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let payload = unwrapInboundIn(data)
+        let action: ConnectionStateMachine.Action
+        do {
+            let message = try MessageCoder().decode(ClientMessage.self, from: payload)
+            action = machine.withLockedValue { $0.received(message) }
+            if case .hello(let hello) = message, case .reply = action { connection.hello = hello }
+        } catch {
+            action = machine.withLockedValue { $0.failed(error) }
+        }
+        perform(action)
+    }
+
+    private func perform(_ action: ConnectionStateMachine.Action) {
+        switch action {
+        case .reply(let message):
+            connection.send(message)
+        case .handle(let id, let request):
+            requests.yield((id, request))
+        case .close(let last):
+            let reason: String
+            switch last {
+            case .refused(let error), .goodbye(let error): reason = error.shortDescription
+            default: reason = last.typeName
+            }
+            connection.close(reason: "protocol: \(reason)", last: last)
+        case .ignore:
+            break
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if let error = error as? FerryProtocolError {
+            perform(machine.withLockedValue { $0.failed(error) })
+        } else {
+            connection.close(reason: "socket error: \(error)", goodbye: nil)
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        stallTimer.withLockedValue { $0?.cancel() }
+        requests.finish()
+        context.fireChannelInactive()
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable {
+            stallTimer.withLockedValue { $0?.cancel(); $0 = nil }
+        } else {
+            let timer = context.eventLoop.scheduleTask(in: stallTimeout) { [connection] in
+                if !connection.channel.isWritable {
+                    connection.close(reason: "the client is not reading: its socket stayed full for \(self.stallTimeout)", goodbye: nil)
+                }
+            }
+            stallTimer.withLockedValue { $0?.cancel(); $0 = timer }
+        }
+        context.fireChannelWritabilityChanged()
+    }
+}

@@ -1,0 +1,281 @@
+import FerryProtocol
+import FerryStore
+import Foundation
+import Logging
+
+extension Daemon {
+    func serve(_ request: FerryProtocol.Request, from connection: ClientConnection) async throws -> Reply {
+        switch request {
+        case .attach(let attach):
+            return .attached(try await attachSession(attach, from: connection))
+        case .listSessions:
+            return .sessions(try await store.sessionSummaries().map { $0.info(isOwned: owners[$0.session.identifier] != nil) })
+        case .listTasks(let list):
+            guard try await store.session(list.sessionIdentifier) != nil else { throw unknownSession(list.sessionIdentifier) }
+            return .tasks(try await taskPage(list.sessionIdentifier, after: list.afterTaskIdentifier ?? 0, limit: list.limit))
+        case .reserveTaskIdentifier(let session):
+            return .taskIdentifier(try await store.nextTaskIdentifier(in: session.sessionIdentifier))
+        case .submit(let submission):
+            return .submitted(try await submit(submission))
+        case .suspend(let reference):
+            return .task(try await suspend(reference))
+        case .resume(let reference):
+            return .task(try await resume(reference))
+        case .cancel(let reference):
+            return .task(try await cancel(reference, producingResumeData: false).task)
+        case .cancelProducingResumeData(let reference):
+            return .resumeData(try await cancel(reference, producingResumeData: true))
+        case .invalidate(let invalidate):
+            if invalidate.cancelTasks {
+                for task in try await store.tasks(in: invalidate.sessionIdentifier) where !task.state.isFinal {
+                    _ = try await cancel(TaskReference(sessionIdentifier: task.sessionIdentifier, taskIdentifier: task.taskIdentifier), producingResumeData: false)
+                }
+            }
+            return .invalidated(SessionReference(sessionIdentifier: invalidate.sessionIdentifier))
+        case .acknowledge(let ack):
+            let removed = try await store.acknowledge(session: ack.sessionIdentifier, upTo: ack.upToSequence)
+            logger.debug("acknowledged", metadata: ["session": "\(ack.sessionIdentifier)", "upTo": "\(ack.upToSequence)", "removed": "\(removed)"])
+            return .acknowledged(ack)
+        case .status:
+            return .status(try await status())
+        case .stop:
+            return .stopping
+        }
+    }
+
+    /// What happens once the reply is on its way: events after `attached`, the release after
+    /// `invalidated`, the shutdown after `stopping`.
+    func afterReply(_ request: FerryProtocol.Request, from connection: ClientConnection) async {
+        switch request {
+        case .attach(let attach) where attach.owner && owners[attach.sessionIdentifier] == connection.id:
+            delivered[attach.sessionIdentifier] = 0
+            await pumpEvents(attach.sessionIdentifier)
+        case .invalidate(let invalidate):
+            release(invalidate.sessionIdentifier)
+            connection.logger.info("session invalidated", metadata: ["session": "\(invalidate.sessionIdentifier)"])
+        case .stop:
+            connection.logger.notice("stop requested")
+            let handler = stopHandler
+            Task {
+                await self.shutdown()
+                handler?()
+            }
+        default:
+            break
+        }
+    }
+
+    func unknownSession(_ session: String) -> FerryProtocolError {
+        FerryProtocolError(.unknownSession, "no background session \(session): attach to create it")
+    }
+
+    // MARK: Attach
+
+    private func attachSession(_ attach: AttachSession, from connection: ClientConnection) async throws -> Attached {
+        let session = attach.sessionIdentifier
+        let app = apps.identify(pid: connection.peer.pid)
+        if let group = attach.sharedContainerIdentifier, !app.appGroups.contains(group) {
+            throw FerryProtocolError(
+                .notInAppGroup,
+                "\(app.bundleIdentifier ?? "this process") is not in app group \(group): add the group to the app's manifest (ferry apps install)")
+        }
+        let existing = try await store.session(session)
+        if attach.owner, let group = existing?.sharedContainerIdentifier, !app.appGroups.contains(group) {
+            throw FerryProtocolError(.notInAppGroup, "session \(session) lives in app group \(group), which \(app.bundleIdentifier ?? "this process") is not in")
+        }
+        if attach.owner {
+            if let owner = owners[session], owner != connection.id {
+                let pid = connections[owner]?.peer.pid
+                throw FerryProtocolError(
+                    .backgroundSessionInUseByAnotherProcess,
+                    "session \(session) is owned by another process\(pid.map { " (pid \($0))" } ?? "")")
+            }
+            // Taken before the first await, so a second owner racing this one is refused.
+            owners[session] = connection.id
+            watchers[session]?.remove(connection.id)
+        } else if owners[session] != connection.id {
+            watchers[session, default: []].insert(connection.id)
+        }
+        do {
+            let bundle = app.containingApp ?? app.bundleIdentifier ?? "unregistered.\(connection.hello?.clientName.pathSafe ?? "client")"
+            if existing == nil {
+                _ = try await store.openSession(session, appBundleIdentifier: bundle, sharedContainerIdentifier: attach.sharedContainerIdentifier, now: clock.now)
+                logger.info("session created", metadata: ["session": "\(session)", "app": "\(bundle)"])
+            }
+            if attach.owner, let limit = attach.httpMaximumConnectionsPerHost {
+                try await store.setMaximumConnectionsPerHost(limit, session: session)
+            }
+            let page = try await taskPage(session, after: 0, limit: nil)
+            if attach.owner {
+                launches[session] = nil  // the launched app (or someone) came
+                connection.logger.info("session attached", metadata: ["session": "\(session)", "owner": "true"])
+            }
+            return Attached(sessionIdentifier: session, owner: attach.owner, tasks: page.tasks, nextAfterTaskIdentifier: page.nextAfterTaskIdentifier)
+        } catch {
+            if attach.owner, owners[session] == connection.id { owners[session] = nil }
+            throw error
+        }
+    }
+
+    /// A page of the session's tasks with their waiting reasons, cut short if its reply
+    /// would not fit a frame.
+    func taskPage(_ session: String, after: Int, limit: Int?) async throws -> TaskPage {
+        let count = min(limit ?? TaskPage.maximumCount, TaskPage.maximumCount)
+        let records = try await store.tasks(in: session, after: after, limit: count + 1)
+        var tasks = records.prefix(count).map { info($0) }
+        var next = records.count > count ? tasks.last?.taskIdentifier : nil
+        let coder = MessageCoder()
+        while tasks.count > 1,
+            let size = try? coder.encode(DaemonMessage.reply(id: .max, .tasks(TaskPage(tasks: tasks, nextAfterTaskIdentifier: next)))).readableBytes,
+            size > FrameDecoder.defaultMaximumFrameSize - 1024
+        {
+            tasks.removeLast(tasks.count / 2)
+            next = tasks.last?.taskIdentifier
+        }
+        return TaskPage(tasks: Array(tasks), nextAfterTaskIdentifier: next)
+    }
+
+    /// The task as clients see it, with why it waits.
+    func info(_ record: TaskRecord) -> TaskInfo {
+        if record.state == .waiting, let reason = blocked[record.key] { return record.info(waitingReason: reason) }
+        return record.info(waitingReason: record.storedWaitingReason(now: clock.now))
+    }
+
+    // MARK: Submit
+
+    private func submit(_ submission: TaskSubmission) async throws -> Submitted {
+        guard let session = try await store.session(submission.sessionIdentifier) else {
+            throw unknownSession(submission.sessionIdentifier)
+        }
+        var task = NewTask(
+            sessionIdentifier: submission.sessionIdentifier, taskIdentifier: submission.taskIdentifier,
+            kind: TaskRecord.Kind(rawValue: submission.kind.rawValue) ?? .data, url: submission.request.url.absoluteString,
+            method: submission.request.method.uppercased(),
+            headers: submission.request.headers.map { HeaderField($0.name, $0.value) },
+            bodyFile: submission.bodyFile, destinationFile: submission.destination,
+            idempotencyKey: submission.idempotencyKey, priority: submission.priority,
+            earliestBeginDate: submission.earliestBeginDate, taskDescription: submission.taskDescription,
+            resourceTimeout: submission.timeoutIntervalForResource, requestTimeout: submission.timeoutIntervalForRequest)
+        let container = containerURL(of: session)
+        if let body = submission.bodyFile {
+            guard FileManager.default.isReadableFile(atPath: body) else {
+                throw FerryProtocolError(.badRequest, "the body file \(body) does not exist or cannot be read by ferryd")
+            }
+        }
+        if let destination = submission.destination, !Self.isInside(destination, container) {
+            throw FerryProtocolError(.badRequest, "a download's destination must be inside the session's container \(container.path)")
+        }
+        if let data = submission.resumeData {
+            let token = try DownloadResumeToken.decode(data)
+            guard Self.isInside(token.partialFile, container) else {
+                throw FerryProtocolError(.badRequest, "the resume data's partial file is outside the session's container")
+            }
+            task.destinationFile = token.partialFile
+            task.resumeValidator = token.validator
+            task.resumeOffset = token.bytesReceived
+        }
+        let result = try await store.submit(task, now: clock.now)
+        if result.isNew {
+            logger.info("task submitted", metadata: ["session": "\(session.identifier)", "task": "\(result.task.taskIdentifier)", "kind": "\(task.kind)"])
+            wakeup.signal()
+        }
+        return Submitted(task: info(result.task), existing: !result.isNew)
+    }
+
+    func containerURL(of session: SessionRecord) -> URL {
+        containers.containerURL(group: session.sharedContainerIdentifier, appBundleIdentifier: session.appBundleIdentifier, session: session.identifier)
+    }
+
+    /// Whether `path`, made absolute and without `..`, is inside `folder`.
+    static func isInside(_ path: String, _ folder: URL) -> Bool {
+        let standard = URL(fileURLWithPath: path).standardizedFileURL.path
+        let base = folder.standardizedFileURL.path
+        return standard.hasPrefix(base.hasSuffix("/") ? base : base + "/")
+    }
+
+    // MARK: Task changes
+
+    private func suspend(_ reference: TaskReference) async throws -> TaskInfo {
+        let key = TaskKey(session: reference.sessionIdentifier, task: reference.taskIdentifier)
+        let record = try await requireTask(key)
+        switch record.state {
+        case .suspended: return info(record)
+        case .completed, .failed, .cancelled:
+            throw FerryProtocolError(.invalidTaskState, "task \(key.task) is \(record.state) and cannot be suspended")
+        case .waiting, .running:
+            await interrupt(key, because: .suspend)
+            let updated = try await store.updateTask(session: key.session, task: key.task, now: clock.now) { $0.state = .suspended }
+            logger.info("task suspended", metadata: ["session": "\(key.session)", "task": "\(key.task)"])
+            wakeup.signal()
+            return info(updated)
+        }
+    }
+
+    private func resume(_ reference: TaskReference) async throws -> TaskInfo {
+        let key = TaskKey(session: reference.sessionIdentifier, task: reference.taskIdentifier)
+        let record = try await requireTask(key)
+        guard record.state == .suspended else {
+            if record.state.isFinal {
+                throw FerryProtocolError(.invalidTaskState, "task \(key.task) is \(record.state): submit a new task")
+            }
+            return info(record)
+        }
+        let updated = try await store.updateTask(session: key.session, task: key.task, now: clock.now) { $0.state = .waiting }
+        wakeup.signal()
+        return info(updated)
+    }
+
+    /// Cancels a task: its `failed` event (code `cancelled`, with resume data when asked and
+    /// possible) is stored with the state, in one transaction.
+    func cancel(_ reference: TaskReference, producingResumeData: Bool) async throws -> CancelledWithResumeData {
+        let key = TaskKey(session: reference.sessionIdentifier, task: reference.taskIdentifier)
+        let record = try await requireTask(key)
+        if record.state.isFinal { return CancelledWithResumeData(task: info(record), resumeData: nil) }
+        if producingResumeData, record.kind != .download {
+            throw FerryProtocolError(.invalidTaskState, "only a download can be cancelled with resume data")
+        }
+        await interrupt(key, because: .cancel)
+        let current = try await requireTask(key)
+        let resumeData = producingResumeData ? await resumeData(for: current) : nil
+        if resumeData == nil, current.kind == .download, let file = try? await destination(of: current) {
+            try? FileManager.default.removeItem(at: file)
+        }
+        let failure = EventKind.failed(TransferFailure(code: "cancelled", message: "the task was cancelled", resumeData: resumeData))
+        let updated = try await store.updateTask(
+            session: key.session, task: key.task, appending: [try failure.newEvent(session: key.session, task: key.task)], now: clock.now
+        ) { record in
+            record.state = .cancelled
+            record.lastErrorCode = "cancelled"
+            record.lastErrorMessage = "the task was cancelled"
+        }
+        logger.info("task cancelled", metadata: ["session": "\(key.session)", "task": "\(key.task)", "resumeData": "\(resumeData != nil)"])
+        wakeup.signal()
+        await eventsStored(in: key.session)
+        return CancelledWithResumeData(task: info(updated), resumeData: resumeData)
+    }
+
+    func requireTask(_ key: TaskKey) async throws -> TaskRecord {
+        guard let record = try await store.task(session: key.session, task: key.task) else {
+            throw FerryProtocolError(.unknownTask, "session \(key.session) has no task \(key.task)")
+        }
+        return record
+    }
+
+    static func fileSize(_ path: String) -> Int64? {
+        (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value
+    }
+
+    // MARK: Status
+
+    private func status() async throws -> DaemonStatus {
+        let counts = try await store.taskCounts()
+        let sessions = try await store.sessionSummaries()
+        return DaemonStatus(
+            daemonVersion: configuration.daemonVersion, pid: getpid(), startedAt: startedAt,
+            socketPath: configuration.socketURL.path, storePath: configuration.storeURL.path,
+            sessionCount: sessions.count, connectionCount: connections.count, ownedSessionCount: owners.count,
+            waitingTaskCount: counts[.waiting] ?? 0, runningTaskCount: counts[.running] ?? 0,
+            suspendedTaskCount: counts[.suspended] ?? 0,
+            undeliveredEventCount: sessions.reduce(0) { $0 + $1.undeliveredEventCount })
+    }
+}

@@ -1,0 +1,300 @@
+import FerryEngine
+import FerryProtocol
+import FerryStore
+import Foundation
+import Logging
+
+/// Why a running transfer is being stopped by ferryd rather than ending on its own.
+enum StopReason: Sendable {
+    case suspend, cancel, shutdown
+}
+
+/// A task holding a slot: its host (for the per-host limit) and the work running it.
+struct RunningTask: Sendable {
+    var session: String
+    var host: String
+    var work: Task<Void, Never>?
+    var stop: StopReason?
+}
+
+extension Daemon {
+    /// Starts what may start, then sleeps until the next begin date or retry time, or until
+    /// woken (a submission, a finished task, a resumed one).
+    func schedulerLoop() async {
+        while !Task.isCancelled, !isStopping {
+            let leftBlocked = await runDueTasks()
+            let now = clock.now
+            var deadline = (try? await store.nextRunnableDate(after: now)) ?? nil
+            if let next = deadline, next <= now {
+                // Runnable but held by a limit: a finishing task wakes us; look again in a second anyway.
+                deadline = now.addingTimeInterval(leftBlocked ? 1 : 0.05)
+            }
+            await wakeup.wait(until: deadline, clock: clock)
+        }
+    }
+
+    /// One pass: starts runnable tasks within the global and per-host limits, highest
+    /// priority first, and records why the others wait. Returns whether any was held back.
+    func runDueTasks() async -> Bool {
+        let now = clock.now
+        let due: [TaskRecord]
+        do {
+            due = try await store.runnableTasks(now: now, limit: 1000)
+        } catch {
+            logger.error("cannot read runnable tasks", metadata: ["error": "\(error)"])
+            return false
+        }
+        var held: [TaskKey: WaitingReason] = [:]
+        var limits: [String: Int] = [:]
+        for record in due where !isStopping {
+            let key = record.key
+            guard running[key] == nil else { continue }
+            if running.count >= configuration.globalTaskLimit {
+                held[key] = WaitingReason(
+                    kind: .globalLimit, message: "ferryd already runs \(configuration.globalTaskLimit) tasks, its limit")
+                continue
+            }
+            let host = URL(string: record.url)?.host?.lowercased() ?? ""
+            let limit: Int
+            if let known = limits[record.sessionIdentifier] {
+                limit = known
+            } else {
+                limit = (try? await store.session(record.sessionIdentifier))?.maximumConnectionsPerHost ?? 6
+                limits[record.sessionIdentifier] = limit
+            }
+            let sameHost = running.values.filter { $0.session == record.sessionIdentifier && $0.host == host }.count
+            if sameHost >= limit {
+                held[key] = WaitingReason(
+                    kind: .hostLimit, host: host,
+                    message: "the session already runs \(limit) tasks against \(host) (httpMaximumConnectionsPerHost)")
+                continue
+            }
+            running[key] = RunningTask(session: record.sessionIdentifier, host: host)
+            running[key]?.work = Task { await self.execute(record) }
+        }
+        blocked = held
+        return !held.isEmpty
+    }
+
+    /// Stops a running transfer for a control request or shutdown, and waits until it has
+    /// let go (its progress and resume point are saved). The caller then sets the state.
+    func interrupt(_ key: TaskKey, because reason: StopReason) async {
+        guard let work = running[key]?.work else { return }
+        running[key]?.stop = reason
+        work.cancel()
+        await work.value
+    }
+
+    /// Runs one attempt of a task through the engine and stores what came of it.
+    func execute(_ queued: TaskRecord) async {
+        let key = queued.key
+        var logger = self.logger
+        logger[metadataKey: "session"] = "\(key.session)"
+        logger[metadataKey: "task"] = "\(key.task)"
+        defer {
+            running[key] = nil
+            wakeup.signal()
+        }
+        let deadline = queued.createdAt.addingTimeInterval(queued.resourceTimeout ?? TaskSubmission.defaultResourceTimeout)
+        do {
+            if clock.now >= deadline {
+                try await fail(key, code: "timedOut", message: "the task did not finish within its timeoutIntervalForResource", resumeData: nil)
+                return
+            }
+            guard running[key]?.stop == nil else { return }
+            let record = try await store.updateTask(session: key.session, task: key.task, now: clock.now) { record in
+                guard record.state == .waiting else { throw StartRefused() }
+                record.state = .running
+                record.attemptCount += 1
+                record.nextAttemptAt = nil
+                record.retryReason = nil
+            }
+            guard let session = try await store.session(key.session) else { return }
+            let transfer = try await makeTransfer(record, session: session, deadline: deadline)
+            let reporter = TaskReporter(key: key, kind: record.kind, daemon: self, clock: clock, configuration: configuration)
+            logger.info("attempt started", metadata: ["attempt": "\(record.attemptCount)"])
+            let outcome: Result<TransferResult, FerryError>
+            do {
+                outcome = .success(try await engine.run(transfer, observer: reporter))
+            } catch let error as FerryError {
+                outcome = .failure(error)
+            } catch {
+                outcome = .failure(FerryError(.unknown, "\(error)", underlying: error))
+            }
+            let snapshot = reporter.snapshot
+            if running[key]?.stop != nil {
+                await persistProgress(key, snapshot)
+                logger.info("attempt interrupted")
+                return
+            }
+            switch outcome {
+            case .success(let result):
+                try await complete(record, result: result, destination: transfer.destination, logger: logger)
+            case .failure(let error):
+                try await attemptFailed(record, error: error, snapshot: snapshot, deadline: deadline, logger: logger)
+            }
+        } catch is StartRefused {
+            return
+        } catch {
+            logger.error("task could not be run", metadata: ["error": "\(error)"])
+            try? await fail(key, code: "unknown", message: "ferryd could not run the task: \(error)", resumeData: nil)
+        }
+    }
+
+    private struct StartRefused: Error {}
+
+    /// The engine's transfer for a stored task: bodies from and to files, resume points,
+    /// time-outs. ferryd retries itself (stored, with its clock), so the engine tries once.
+    func makeTransfer(_ record: TaskRecord, session: SessionRecord, deadline: Date) async throws -> Transfer {
+        guard let url = URL(string: record.url) else { throw FerryError(.badURL, "the stored URL does not parse") }
+        var request = FerryEngine.Request(url: url, method: record.method)
+        for header in record.headers { request.headers.add(name: header.name, value: header.value) }
+        let destination: Destination
+        switch record.kind {
+        case .download:
+            let file = try await destinationURL(for: record, session: session)
+            var resume: ResumePoint?
+            if let validator = record.resumeValidator, let size = Self.fileSize(file.path), size > 0 {
+                resume = ResumePoint(offset: size, validator: validator)
+            }
+            destination = .file(file, resume: resume)
+        case .data, .upload:
+            destination = .memory(limit: configuration.maximumResponseBodySize)
+        }
+        var transfer = Transfer(
+            request: request, upload: record.bodyFile.map { .file(URL(fileURLWithPath: $0)) }, destination: destination,
+            resourceTimeout: max(1, deadline.timeIntervalSince(clock.now)), idleTimeout: record.requestTimeout ?? 60,
+            retry: .none, resumableUpload: .automatic)
+        if let location = record.uploadResourceURL.flatMap(URL.init(string:)), let version = record.uploadInteropVersion {
+            transfer.resumeUpload = ResumableUploadPoint(location: location, interopVersion: version)
+        }
+        return transfer
+    }
+
+    /// The submission's destination, or `<container>/downloads/<task>.download`; its folder
+    /// is created `0700`.
+    func destinationURL(for record: TaskRecord, session: SessionRecord) async throws -> URL {
+        let file = record.destinationFile.map { URL(fileURLWithPath: $0) }
+            ?? containerURL(of: session).appendingPathComponent("downloads/\(record.taskIdentifier).download")
+        try FileManager.default.createDirectory(
+            at: file.deletingLastPathComponent(), withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        return file
+    }
+
+    func defaultDestination(for record: TaskRecord) async throws -> URL? {
+        guard let session = try await store.session(record.sessionIdentifier) else { return nil }
+        return try await destinationURL(for: record, session: session)
+    }
+
+    // MARK: Outcomes
+
+    /// Success: the response, its body (data events, or the download's file) and `completed`
+    /// are stored with the final state in one transaction.
+    private func complete(_ record: TaskRecord, result: TransferResult, destination: Destination, logger: Logger) async throws {
+        let key = record.key
+        var kinds: [EventKind] = [
+            .response(ResponseHead(statusCode: result.response.statusCode, headers: result.response.headers.map { Header($0.name, $0.value) })),
+        ]
+        if let body = result.body, !body.isEmpty {
+            var offset = 0
+            while offset < body.count {
+                let end = min(offset + EventKind.maximumDataSize, body.count)
+                kinds.append(.data(body.subdata(in: offset..<end)))
+                offset = end
+            }
+        }
+        if case .file(let file, _) = destination {
+            kinds.append(.downloadFinished(DownloadFinished(location: file.path)))
+        }
+        kinds.append(.completed)
+        let events = try kinds.map { try $0.newEvent(session: key.session, task: key.task) }
+        try await store.updateTask(session: key.session, task: key.task, appending: events, now: clock.now) { stored in
+            stored.state = .completed
+            stored.bytesSent = result.bytesSent
+            stored.bytesReceived = result.bytesReceived
+            if result.bytesSent > 0 { stored.bytesExpectedToSend = result.bytesSent }
+            stored.bytesExpectedToReceive = result.bytesReceived
+            stored.lastErrorCode = nil
+            stored.lastErrorMessage = nil
+            stored.uploadResourceURL = nil
+            stored.uploadInteropVersion = nil
+        }
+        logger.info("task completed", metadata: ["status": "\(result.response.statusCode)", "requests": "\(result.requestCount)"])
+        await eventsStored(in: key.session)
+    }
+
+    private func attemptFailed(_ record: TaskRecord, error: FerryError, snapshot: TaskReporter.Snapshot, deadline: Date, logger: Logger) async throws {
+        let key = record.key
+        await persistProgress(key, snapshot)
+        let now = clock.now
+        let decision = RetryRules(
+            initialDelay: configuration.initialRetryDelay, maximumDelay: configuration.maximumRetryDelay
+        ).decide(
+            error: error, hint: snapshot.retryHint, method: record.method,
+            resumableUpload: snapshot.uploadResource != nil || record.uploadResourceURL != nil,
+            failures: record.attemptCount, now: now, deadline: deadline)
+        switch decision {
+        case .retry(let at, let reason, let code, let message):
+            try await store.scheduleRetry(session: key.session, task: key.task, errorCode: code, errorMessage: message, at: at, reason: reason, now: now)
+            logger.info("attempt failed; retrying", metadata: ["error": "\(code)", "at": "\(at.iso8601)", "reason": "\(reason)"])
+        case .fail(let code, let message):
+            let current = try await store.task(session: key.session, task: key.task)
+            let resumeData = if let current { await resumeData(for: current) } else { Data?.none }
+            logger.notice("task failed", metadata: ["error": "\(code)"])
+            try await fail(key, code: code, message: message, resumeData: resumeData)
+        }
+    }
+
+    /// Where a download writes: the stored destination, or the default in its container.
+    func destination(of record: TaskRecord) async throws -> URL? {
+        if let stored = record.destinationFile { return URL(fileURLWithPath: stored) }
+        return try await defaultDestination(for: record)
+    }
+
+    /// Resume data for a download that has a validator and bytes on disk; nil otherwise.
+    func resumeData(for record: TaskRecord) async -> Data? {
+        guard record.kind == .download, let validator = record.resumeValidator, let url = URL(string: record.url),
+            let file = try? await destination(of: record), let size = Self.fileSize(file.path), size > 0
+        else { return nil }
+        return DownloadResumeToken(
+            url: url, method: record.method, headers: record.headers.map { [$0.name, $0.value] },
+            partialFile: file.path, bytesReceived: size, validator: validator
+        ).encoded()
+    }
+
+    /// Final failure: state `failed` and its `failed` event in one transaction.
+    func fail(_ key: TaskKey, code: String, message: String, resumeData: Data?) async throws {
+        let event = try EventKind.failed(TransferFailure(code: code, message: message, resumeData: resumeData))
+            .newEvent(session: key.session, task: key.task)
+        try await store.updateTask(session: key.session, task: key.task, appending: [event], now: clock.now) { record in
+            record.state = .failed
+            record.lastErrorCode = code
+            record.lastErrorMessage = message
+        }
+        await eventsStored(in: key.session)
+    }
+
+    /// Saves how far a transfer got: bytes, and a download's resume point (validator and the
+    /// bytes in the file) or an upload's resource, so a restart continues from there.
+    func persistProgress(_ key: TaskKey, _ snapshot: TaskReporter.Snapshot) async {
+        do {
+            try await store.updateTask(session: key.session, task: key.task, now: clock.now) { record in
+                guard !record.state.isFinal else { return }
+                record.bytesSent = snapshot.bytesSent
+                record.bytesReceived = snapshot.bytesReceived
+                record.bytesExpectedToSend = snapshot.bytesExpectedToSend ?? record.bytesExpectedToSend
+                record.bytesExpectedToReceive = snapshot.bytesExpectedToReceive ?? record.bytesExpectedToReceive
+                if let validator = snapshot.validator {
+                    record.resumeValidator = validator
+                    record.resumeOffset = snapshot.bytesReceived
+                }
+                if let resource = snapshot.uploadResource {
+                    record.uploadResourceURL = resource.location.absoluteString
+                    record.uploadInteropVersion = resource.interopVersion
+                }
+            }
+        } catch {
+            logger.warning("cannot record progress", metadata: ["session": "\(key.session)", "task": "\(key.task)", "error": "\(error)"])
+        }
+    }
+}

@@ -1,0 +1,192 @@
+public import FerryEngine
+import FerryProtocol
+public import FerryStore
+public import Foundation
+public import Logging
+import NIOCore
+
+/// The background service: connections and who owns which session, the requests of
+/// docs/protocol.md, the scheduler that runs stored tasks through FerryEngine, stored
+/// events and their delivery, and relaunching apps. See docs/ferryd.md.
+///
+/// Everything durable is in the ``FerryStore``; what lives here is what a restart may lose:
+/// connections, owners, live progress, and which running task holds which connection slot.
+///
+/// ```swift
+/// let store = try FerryStore(path: configuration.storeURL.path)
+/// let daemon = try Daemon(configuration: configuration, store: store)
+/// let server = try await DaemonServer.bind(daemon: daemon, at: configuration.socketURL)
+/// await daemon.start()
+/// ```
+public actor Daemon {
+    public let configuration: DaemonConfiguration
+    let store: FerryStore
+    let engine: TransferEngine
+    let clock: any DaemonClock
+    let apps: any PeerIdentifying
+    let containers: any ContainerLocating
+    let launcher: any AppLaunching
+    let logger: Logger
+    public let startedAt: Date
+
+    // Connections and sessions (memory only: a restart drops every connection anyway).
+    var connections: [UInt64: ClientConnection] = [:]
+    var owners: [String: UInt64] = [:]
+    var watchers: [String: Set<UInt64>] = [:]
+    /// The last event sequence sent to the session's current owner.
+    var delivered: [String: Int64] = [:]
+    var pumping: Set<String> = []
+    var pumpAgain: Set<String> = []
+    var launches: [String: LaunchState] = [:]
+
+    // Scheduling.
+    var running: [TaskKey: RunningTask] = [:]
+    /// Why runnable tasks were left waiting in the last scheduling pass (limits).
+    var blocked: [TaskKey: WaitingReason] = [:]
+    let wakeup = Wakeup()
+    var schedulerTask: Task<Void, Never>?
+    var isStopping = false
+    var stopHandler: (@Sendable () -> Void)?
+
+    public init(
+        configuration: DaemonConfiguration,
+        store: FerryStore,
+        clock: any DaemonClock = SystemClock(),
+        apps: any PeerIdentifying = NoApps(),
+        containers: (any ContainerLocating)? = nil,
+        launcher: any AppLaunching = NoLauncher(),
+        engineConfiguration: EngineConfiguration = EngineConfiguration(),
+        logger: Logger = Logger(label: "ferryd")
+    ) throws {
+        self.configuration = configuration
+        self.store = store
+        self.clock = clock
+        self.apps = apps
+        self.containers = containers ?? DataDirectoryContainers(dataDirectory: configuration.dataDirectory)
+        self.launcher = launcher
+        self.logger = logger
+        self.startedAt = clock.now
+        var engineConfiguration = engineConfiguration
+        // Per-host limits are the scheduler's (per session); the engine only must not be tighter.
+        engineConfiguration.maximumConnectionsPerHost = max(engineConfiguration.maximumConnectionsPerHost, configuration.globalTaskLimit)
+        self.engine = try TransferEngine(configuration: engineConfiguration, logger: logger)
+    }
+
+    /// Requeues tasks a previous run left `running`, then starts scheduling and relaunches
+    /// apps whose sessions have undelivered events.
+    public func start(onStop: @escaping @Sendable () -> Void = {}) async throws {
+        stopHandler = onStop
+        let requeued = try await store.requeueInterruptedTasks(now: clock.now)
+        if requeued > 0 { logger.notice("requeued interrupted tasks", metadata: ["count": "\(requeued)"]) }
+        schedulerTask = Task { await self.schedulerLoop() }
+        for session in try await store.sessionsWithUndeliveredEvents() {
+            await eventsStored(in: session)
+        }
+    }
+
+    /// Stops scheduling, interrupts running transfers (they keep their resume points and wait
+    /// for the next start), says goodbye to every client and shuts the engine down.
+    public func shutdown() async {
+        guard !isStopping else { return }
+        isStopping = true
+        logger.notice("ferryd stopping", metadata: ["running": "\(running.count)", "connections": "\(connections.count)"])
+        schedulerTask?.cancel()
+        wakeup.signal()
+        for key in Array(running.keys) {
+            await interrupt(key, because: .shutdown)
+            _ = try? await store.updateTask(session: key.session, task: key.task, now: clock.now) { record in
+                if record.state == .running { record.state = .waiting }
+            }
+        }
+        await schedulerTask?.value
+        for connection in connections.values {
+            connection.close(reason: "ferryd is stopping", goodbye: FerryProtocolError(.internalError, "ferryd is stopping; connect again to start it"))
+        }
+        try? await engine.shutdown()
+    }
+
+    // MARK: Connections
+
+    func connected(_ connection: ClientConnection) {
+        if isStopping {
+            connection.close(reason: "ferryd is stopping", goodbye: FerryProtocolError(.internalError, "ferryd is stopping"))
+            return
+        }
+        connections[connection.id] = connection
+        connection.logger.debug("connected")
+    }
+
+    /// A disconnect (close, crash) frees every session the connection owned.
+    func disconnected(_ connection: ClientConnection) async {
+        connections[connection.id] = nil
+        for (session, owner) in owners where owner == connection.id {
+            release(session)
+            connection.logger.info("session released", metadata: ["session": "\(session)"])
+        }
+        for session in Array(watchers.keys) {
+            watchers[session]?.remove(connection.id)
+            if watchers[session]?.isEmpty == true { watchers[session] = nil }
+        }
+        connection.logger.debug("disconnected")
+    }
+
+    func release(_ session: String) {
+        owners[session] = nil
+        delivered[session] = nil
+        // Events stored from now on need a launched app.
+        Task { await self.eventsStored(in: session) }
+    }
+
+    // MARK: Requests
+
+    /// Serves one request and answers it (`reply` or `failure`) on the connection.
+    func handle(id: UInt64, _ request: FerryProtocol.Request, from connection: ClientConnection) async {
+        var logger = connection.logger
+        logger[metadataKey: "request"] = "\(request.typeName)"
+        if let session = request.sessionIdentifier { logger[metadataKey: "session"] = "\(session)" }
+        do {
+            try request.validate()
+            if request.requiresOwner, let session = request.sessionIdentifier, owners[session] != connection.id {
+                throw FerryProtocolError(
+                    .notOwner, "this connection does not own session \(session): attach with owner: true first")
+            }
+            let reply = try await serve(request, from: connection)
+            connection.send(.reply(id: id, reply))
+            logger.debug("served")
+            await afterReply(request, from: connection)
+        } catch {
+            let failure = Self.protocolError(error)
+            logger.info("request failed", metadata: ["error": "\(failure.shortDescription)"])
+            connection.send(.failure(id: id, failure))
+        }
+    }
+
+    /// The protocol's word for an error from the store, the engine or a check.
+    static func protocolError(_ error: any Error) -> FerryProtocolError {
+        switch error {
+        case let error as FerryProtocolError:
+            return error
+        case let error as FerryStoreError:
+            switch error.code {
+            case .unknownSession: return FerryProtocolError(.unknownSession, error.message)
+            case .unknownTask: return FerryProtocolError(.unknownTask, error.message)
+            case .invalidTask, .constraintViolation: return FerryProtocolError(.badRequest, error.message)
+            case .invalidTransition: return FerryProtocolError(.invalidTaskState, error.message)
+            default: return FerryProtocolError(.internalError, "ferryd's store failed: \(error.message)")
+            }
+        default:
+            return FerryProtocolError(.internalError, "ferryd failed: \(error)")
+        }
+    }
+
+    /// Sends live progress to the owner and the watchers of its session (dropped for a
+    /// client whose socket is full: the next report carries the totals).
+    func broadcast(_ progress: TaskProgress) {
+        let session = progress.sessionIdentifier
+        var targets = watchers[session] ?? []
+        if let owner = owners[session] { targets.insert(owner) }
+        for id in targets {
+            connections[id]?.send(.progress(progress), droppable: true)
+        }
+    }
+}

@@ -1,0 +1,44 @@
+public import Foundation
+
+/// ferryd's settings: where its files are and the limits it keeps. `ferryd` fills the paths
+/// from the environment (`FERRY_DATA_DIR`, `FERRY_RUNTIME_DIR`, XDG); tests use temporary ones.
+///
+/// ```swift
+/// var configuration = DaemonConfiguration(
+///     socketURL: runtime.appendingPathComponent("ferryd.sock"),
+///     storeURL: data.appendingPathComponent("ferryd.sqlite"),
+///     dataDirectory: data)
+/// configuration.globalTaskLimit = 4
+/// ```
+public struct DaemonConfiguration: Sendable {
+    public var socketURL: URL
+    public var storeURL: URL
+    /// Containers of sessions without an app group live under `sessions/` here, and of app
+    /// groups under `groups/` (unless an ``ContainerLocating`` says otherwise).
+    public var dataDirectory: URL
+    public var daemonVersion: String = "0.1.0"
+    /// Tasks running at once, all sessions together.
+    public var globalTaskLimit: Int = 16
+    /// Bytes a client may leave unread before its connection is closed.
+    public var maximumOutboundBytes: Int = 8 << 20
+    /// How long a client's socket may stay full before its connection is closed.
+    public var stallTimeout: TimeInterval = 30
+    /// The most response body a data or upload task keeps for its `data` events. More fails
+    /// the task with `dataLengthExceedsMaximum` (use a download task for big bodies).
+    public var maximumResponseBodySize: Int = 4 << 20
+    /// Live progress is sent at most this often per task.
+    public var progressInterval: TimeInterval = 0.1
+    /// Progress and resume points are written to the store at most this often per task.
+    public var progressPersistInterval: TimeInterval = 1
+    /// Backoff after network failures: the first wait, and the cap (jitter 50–100 % on top).
+    public var initialRetryDelay: TimeInterval = 1
+    public var maximumRetryDelay: TimeInterval = 600
+    /// A launched app that has not attached after this long is launched again (with backoff).
+    public var launchConnectTimeout: TimeInterval = 60
+
+    public init(socketURL: URL, storeURL: URL, dataDirectory: URL) {
+        self.socketURL = socketURL
+        self.storeURL = storeURL
+        self.dataDirectory = dataDirectory
+    }
+}

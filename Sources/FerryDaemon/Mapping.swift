@@ -1,0 +1,91 @@
+import FerryProtocol
+import FerryStore
+import Foundation
+import NIOCore
+
+// Between the protocol's values and the store's records: the store knows no protocol.
+
+extension TaskRecord {
+    var key: TaskKey { TaskKey(session: sessionIdentifier, task: taskIdentifier) }
+
+    /// The task as the protocol reports it; `reason` says why it is not moving.
+    func info(waitingReason reason: WaitingReason? = nil) -> TaskInfo {
+        TaskInfo(
+            sessionIdentifier: sessionIdentifier, taskIdentifier: taskIdentifier,
+            kind: TaskKind(rawValue: kind.rawValue) ?? .data, state: FerryProtocol.TaskState(rawValue: state.rawValue) ?? .waiting,
+            request: TaskRequest(
+                url: URL(string: url) ?? URL(string: "http://invalid.invalid/")!, method: method,
+                headers: headers.map { Header($0.name, $0.value) }),
+            taskDescription: taskDescription, idempotencyKey: idempotencyKey, priority: priority,
+            earliestBeginDate: earliestBeginDate, bytesSent: bytesSent, bytesReceived: bytesReceived,
+            bytesExpectedToSend: bytesExpectedToSend, bytesExpectedToReceive: bytesExpectedToReceive,
+            attemptCount: attemptCount, nextAttemptDate: state == .waiting ? nextAttemptAt : nil,
+            lastError: lastErrorCode.map { FerryProtocolError(FerryProtocolError.Code(rawValue: $0), lastErrorMessage ?? $0) },
+            waitingReason: reason)
+    }
+
+    /// Why a task that is not running is not moving, from what the store knows; the
+    /// scheduler adds the limits it met (`hostLimit`, `globalLimit`).
+    func storedWaitingReason(now: Date) -> WaitingReason? {
+        switch state {
+        case .suspended:
+            return WaitingReason(kind: .suspended, message: "suspended: resume the task to go on")
+        case .waiting:
+            let error = lastErrorCode.map { FerryProtocolError(FerryProtocolError.Code(rawValue: $0), lastErrorMessage ?? $0) }
+            if let begin = earliestBeginDate, begin > now,
+                nextAttemptAt.map({ $0 <= begin }) ?? true
+            {
+                return WaitingReason(kind: .beginDate, until: begin, message: "waiting for its begin date, \(begin.iso8601)")
+            }
+            if let next = nextAttemptAt, next > now {
+                if retryReason == .retryAfter {
+                    return WaitingReason(
+                        kind: .retryAfter, until: next, error: error,
+                        message: "the server asked to retry at \(next.iso8601) (\(lastErrorMessage ?? "Retry-After"))")
+                }
+                return WaitingReason(
+                    kind: .backingOff, until: next, error: error,
+                    message: "backing off until \(next.iso8601) after \(lastErrorCode ?? "an error"): \(lastErrorMessage ?? "")")
+            }
+            return WaitingReason(kind: .ready, message: "ready: starts as soon as a connection is free")
+        default:
+            return nil
+        }
+    }
+}
+
+extension Date {
+    var iso8601: String { ISO8601DateFormatter().string(from: self) }
+}
+
+/// A task's identity across sessions.
+struct TaskKey: Hashable, Sendable, CustomStringConvertible {
+    var session: String
+    var task: Int
+    var description: String { "\(session)#\(task)" }
+}
+
+extension SessionSummary {
+    func info(isOwned: Bool) -> SessionInfo {
+        SessionInfo(
+            sessionIdentifier: session.identifier, appBundleIdentifier: session.appBundleIdentifier,
+            sharedContainerIdentifier: session.sharedContainerIdentifier, isOwned: isOwned,
+            taskCount: taskCount, undeliveredEventCount: undeliveredEventCount)
+    }
+}
+
+extension EventKind {
+    /// The event as the store keeps it: its type name and its JSON.
+    func newEvent(session: String, task: Int?) throws -> NewEvent {
+        let payload = try MessageCoder().encode(self)
+        return NewEvent(sessionIdentifier: session, taskIdentifier: task, kind: typeName, payload: String(buffer: payload))
+    }
+}
+
+extension EventRecord {
+    /// The stored event as the protocol sends it.
+    func event() throws -> Event {
+        let kind = try MessageCoder().decode(EventKind.self, from: ByteBuffer(string: payload))
+        return Event(sequence: sequence, sessionIdentifier: sessionIdentifier, taskIdentifier: taskIdentifier, kind: kind)
+    }
+}

@@ -1,0 +1,104 @@
+import FerryProtocol
+import FerryTestSupport
+import Foundation
+import Testing
+
+/// A real `ferryd` process and a raw protocol client: what a library sees on the socket.
+@Suite("ferryd end to end (real process)", .serialized)
+struct EndToEndTests {
+    @Test("attach, submit a download and an upload, events in order, acknowledge; reconnect gets unacknowledged events again")
+    func submitEventsAcknowledge() async throws {
+        let ferryd = try FerrydProcess()
+        defer { ferryd.cleanUp() }
+        try await ferryd.start()
+        let server = try await TestHTTPServer.start()
+        let body = try makeFile(ferryd.root, "body.bin", count: 300_000, seed: 5)
+
+        var client = try await RawClient.connected(to: ferryd.socketPath, name: "app")
+        guard case .attached(let attached) = try await client.request(.attach("s1")) else { throw TestFailure("not attached") }
+        #expect(attached.owner && attached.tasks.isEmpty)
+        let download = try await client.submit(.download("s1", server.baseURL + "/bytes/1048576?seed=3"))
+        let upload = try await client.submit(.upload("s1", server.baseURL + "/upload", file: body))
+        #expect(download.state == .waiting && download.taskIdentifier == 1 && upload.taskIdentifier == 2)
+
+        let events = try await client.events(untilFinished: [1, 2])
+        #expect(events.map(\.sequence) == events.map(\.sequence).sorted())
+        #expect(events.of(1).map(\.kind.name) == ["response", "downloadFinished", "completed"])
+        #expect(events.of(2).map(\.kind.name) == ["response", "data", "completed"])
+        guard case .downloadFinished(let finished) = events.of(1)[1].kind else { throw TestFailure("no location") }
+        #expect(finished.location.hasPrefix(ferryd.dataDirectory.path + "/"))
+        #expect(try TestFiles.sha256Hex(ofFile: URL(fileURLWithPath: finished.location)) == TestContent.sha256Hex(count: 1 << 20, seed: 3))
+        guard case .data(let json) = events.of(2)[1].kind else { throw TestFailure("no data") }
+        let answer = try JSONSerialization.jsonObject(with: json) as? [String: Any]
+        #expect(answer?["bytes"] as? Int == 300_000)
+        #expect(answer?["sha256"] as? String == TestContent.sha256Hex(count: 300_000, seed: 5))
+        #expect(try await client.nextPush(timeout: 5).isEventsFinished || client.pushed.contains { $0.isEventsFinished })
+
+        // Not acknowledged: a new connection gets the same events again, same sequences.
+        client = try await RawClient.connected(to: ferryd.socketPath, name: "app")
+        guard case .attached(let again) = try await client.request(.attach("s1")) else { throw TestFailure("not attached") }
+        #expect(again.tasks.map(\.state) == [.completed, .completed])
+        let replayed = try await client.events(untilFinished: [1, 2])
+        #expect(replayed.map(\.sequence) == events.map(\.sequence))
+
+        // Acknowledged: gone, for this connection and the next.
+        let last = try #require(events.last?.sequence)
+        guard case .acknowledged(let ack) = try await client.request(.acknowledge(Acknowledge(sessionIdentifier: "s1", upToSequence: last)))
+        else { throw TestFailure("not acknowledged") }
+        #expect(ack.upToSequence == last)
+        client = try await RawClient.connected(to: ferryd.socketPath, name: "app")
+        try await client.request(.attach("s1"))
+        await #expect(throws: (any Error).self) { try await client.nextPush(timeout: 1.5) }
+        #expect(client.pushed.allSatisfy { $0.event == nil })
+        try await server.shutdown()
+    }
+
+    @Test("a second owner is refused at once; a watcher sees progress but may not change the session; disconnect frees it")
+    func ownersAndWatchers() async throws {
+        let ferryd = try FerrydProcess()
+        defer { ferryd.cleanUp() }
+        try await ferryd.start()
+        let server = try await TestHTTPServer.start()
+
+        let owner = try await RawClient.connected(to: ferryd.socketPath, name: "app")
+        try await owner.request(.attach("s1"))
+        let rival = try await RawClient.connected(to: ferryd.socketPath, name: "extension")
+        let started = ContinuousClock.now
+        let refusal = await #expect(throws: FerryProtocolError.self) { try await rival.request(.attach("s1")) }
+        #expect(refusal?.code == .backgroundSessionInUseByAnotherProcess)
+        #expect(ContinuousClock.now - started < .seconds(2))
+
+        let watcher = try await RawClient.connected(to: ferryd.socketPath, name: "ferry-cli")
+        guard case .attached(let watching) = try await watcher.request(.attach("s1", owner: false)) else { throw TestFailure("no attach") }
+        #expect(!watching.owner)
+        // ~300 KB at 150 KB/s: two seconds of progress.
+        let slow = try await owner.submit(.download("s1", server.baseURL + "/bytes/300000?seed=1&drip=150000"))
+        let seen = try await watcher.pushes(timeout: 20) { message in
+            if case .progress(let progress) = message { return progress.bytesReceived > 0 }
+            return false
+        }
+        guard case .progress(let progress) = seen.last else { throw TestFailure("no progress") }
+        #expect(progress.taskIdentifier == slow.taskIdentifier && progress.sessionIdentifier == "s1")
+        for request: FerryProtocol.Request in [
+            .submit(.download("s1", server.baseURL + "/bytes/10")),
+            .cancel(TaskReference(sessionIdentifier: "s1", taskIdentifier: slow.taskIdentifier)),
+            .acknowledge(Acknowledge(sessionIdentifier: "s1", upToSequence: 1)),
+        ] {
+            let error = await #expect(throws: FerryProtocolError.self) { try await watcher.request(request) }
+            #expect(error?.code == .notOwner)
+        }
+        guard case .tasks(let page) = try await watcher.request(.listTasks(ListTasks(sessionIdentifier: "s1"))) else { throw TestFailure("no list") }
+        #expect(page.tasks.map(\.taskIdentifier) == [slow.taskIdentifier])
+        // The watcher never gets events: the owner does.
+        let ownerEvents = try await owner.events(untilFinished: [slow.taskIdentifier])
+        #expect(ownerEvents.last?.kind == .completed)
+        #expect(watcher.pushed.allSatisfy { $0.event == nil })
+
+        // The owner goes away: the session is free again.
+        withExtendedLifetime(owner) {}
+        try await owner.request(.invalidate(Invalidate(sessionIdentifier: "s1", cancelTasks: false)))
+        guard case .attached(let taken) = try await rival.request(.attach("s1")) else { throw TestFailure("no attach") }
+        #expect(taken.owner)
+        try await server.shutdown()
+    }
+}

@@ -1,0 +1,106 @@
+// Runs the built `ferryd` as a child process with its own data and runtime folders, as a
+// user's session would; it can be killed with SIGKILL and started again on the same folders.
+import FerryProtocol
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+final class FerrydProcess: @unchecked Sendable {  // used by one test at a time
+    /// The `ferryd` binary: `FERRYD_BINARY`, else next to the test bundle (the test target
+    /// depends on FerryDaemonApp, so `swift test` builds it there).
+    static let binary: String? = {
+        if let explicit = ProcessInfo.processInfo.environment["FERRYD_BINARY"] { return explicit }
+        let here = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        let bundle = Bundle.main.bundleURL
+        let candidates = [
+            here.appendingPathComponent("ferryd"), bundle.appendingPathComponent("ferryd"),
+            bundle.deletingLastPathComponent().appendingPathComponent("ferryd"),
+        ]
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) }?.path
+    }()
+
+    let root: URL
+    var dataDirectory: URL { root.appendingPathComponent("data") }
+    var runtimeDirectory: URL { root.appendingPathComponent("run") }
+    var socketPath: String { runtimeDirectory.appendingPathComponent("ferryd.sock").path }
+    var logURL: URL { root.appendingPathComponent("ferryd.log") }
+    private(set) var process: Process?
+    /// Prefixed to the command line (`["/bin/sh", "-c", "ulimit -f 64; exec \"$0\" \"$@\""]`).
+    var wrapper: [String] = []
+    var extraArguments: [String] = []
+
+    init() throws {
+        root = FileManager.default.temporaryDirectory.appendingPathComponent("ferryd-test-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        FileManager.default.createFile(atPath: logURL.path, contents: nil)
+    }
+
+    var environment: [String: String] {
+        var environment = ProcessInfo.processInfo.environment
+        environment["FERRY_DATA_DIR"] = dataDirectory.path
+        environment["FERRY_RUNTIME_DIR"] = runtimeDirectory.path
+        environment["FERRYD_LOG_LEVEL"] = "debug"
+        return environment
+    }
+
+    /// Starts ferryd and waits (≤ 15 s) until its socket answers a hello.
+    func start() async throws {
+        let binary = try #require(Self.binary, "the ferryd binary was not built next to the tests")
+        let process = Process()
+        let command = wrapper + [binary] + extraArguments
+        process.executableURL = URL(fileURLWithPath: command[0])
+        process.arguments = Array(command.dropFirst())
+        process.environment = environment
+        process.standardInput = FileHandle.nullDevice
+        let log = try FileHandle(forWritingTo: logURL)
+        log.seekToEndOfFile()
+        process.standardOutput = log
+        process.standardError = log
+        try process.run()
+        self.process = process
+        for _ in 0..<300 {
+            if let client = try? await RawClient.connected(to: socketPath, name: "probe") {
+                _ = client
+                return
+            }
+            guard process.isRunning else { throw TestFailure("ferryd exited at start:\n\(self.log)") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw TestFailure("ferryd did not answer within 15 s:\n\(log)")
+    }
+
+    /// SIGKILL, and waits until it is gone.
+    func kill9() {
+        guard let process else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        self.process = nil
+    }
+
+    /// SIGTERM, and waits (≤ 20 s) for it to exit; returns its status.
+    @discardableResult
+    func terminate() async throws -> Int32 {
+        guard let process else { return 0 }
+        kill(process.processIdentifier, SIGTERM)
+        for _ in 0..<400 where process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        self.process = nil
+        return process.terminationStatus
+    }
+
+    var log: String { (try? String(contentsOf: logURL, encoding: .utf8)) ?? "" }
+
+    func cleanUp() {
+        kill9()
+        try? FileManager.default.removeItem(at: root)
+    }
+
+    /// Where sessions without an app group keep their files (ferryd's default containers).
+    func container(app: String) -> URL {
+        dataDirectory.appendingPathComponent("sessions/\(app)")
+    }
+}
