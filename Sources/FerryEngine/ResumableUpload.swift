@@ -110,6 +110,14 @@ extension TransferEngine {
         var offset: Int64 = 0
         if let resource = state.uploadResource {
             offset = try await currentOffset(of: resource, state: &state) ?? -1
+            if offset < 0, state.transfer.resumeUpload != nil, !RetryPolicy.isIdempotent(request.method) {
+                // An upload an earlier process sent: the server may have received all of it
+                // and acted before forgetting it, so a POST is not sent again.
+                throw FerryError(
+                    .badServerResponse,
+                    "the server no longer knows the upload resource; it may already have received the whole \(request.method), so it is not sent again",
+                    url: request.url)
+            }
             if offset < 0 {
                 // The server forgot the upload: start a new one.
                 state.uploadResource = nil
