@@ -1,0 +1,109 @@
+import FerryProtocol
+import FerryTestSupport
+import Foundation
+import Testing
+
+/// ferryd killed with SIGKILL at random moments, and started again, while it carries 10
+/// downloads (nginx) and 10 uploads (the resumable-upload server).
+@Suite("kill -9 recovery (real process)", .serialized)
+struct KillRecoveryTests {
+    static let downloadSize = 32 << 20
+    static let uploadSize = 24 << 20
+
+    // Uploads are PUTs: a kill between the server's answer and ferryd's commit leaves ferryd
+    // unsure whether the server acted; a PUT may be sent again, a POST fails (tested apart).
+    @Test("every file arrives whole (SHA-256), each task completes exactly once, and the servers saw resumes, not restarts")
+    func killNineDuringTransfers() async throws {
+        let ferryd = try FerrydProcess()
+        defer { ferryd.cleanUp() }
+        let nginx = try await NginxServer.start()
+        let uploads = try await ResumableUploadServer.start()
+        for i in 0..<10 {
+            try Data(TestContent.bytes(count: Self.downloadSize, seed: UInt64(100 + i))).write(to: nginx.root.appendingPathComponent("d\(i).bin"))
+        }
+        var bodies: [URL] = []
+        for i in 0..<10 { bodies.append(try makeFile(ferryd.root, "u\(i).bin", count: Self.uploadSize, seed: UInt64(200 + i))) }
+
+        try await ferryd.start()
+        var client = try await RawClient.connected(to: ferryd.socketPath, name: "app")
+        try await client.request(.attach("s1"))
+        var kindOf: [Int: TaskKind] = [:]
+        var nameOf: [Int: Int] = [:]
+        for i in 0..<10 {
+            let task = try await client.submit(.download("s1", nginx.baseURL + "/d\(i).bin"))
+            kindOf[task.taskIdentifier] = .download
+            nameOf[task.taskIdentifier] = i
+        }
+        for i in 0..<10 {
+            let task = try await client.submit(.upload("s1", uploads.baseURL + "/upload/u\(i)", file: bodies[i], method: "PUT"))
+            kindOf[task.taskIdentifier] = .upload
+            nameOf[task.taskIdentifier] = i
+        }
+
+        // Every distinct event by sequence; a reconnect delivers unacknowledged ones again.
+        var events: [Int64: Event] = [:]
+        func finished() -> Set<Int> {
+            Set(events.values.compactMap { event in
+                switch event.kind {
+                case .completed, .failed: event.taskIdentifier
+                default: nil
+                }
+            })
+        }
+        func drain(for seconds: Double) async {
+            let deadline = Date().addingTimeInterval(seconds)
+            while deadline.timeIntervalSinceNow > 0, finished().count < 20 {
+                guard let message = try? await client.nextPush(timeout: deadline.timeIntervalSinceNow) else { return }
+                if let event = message.event { events[event.sequence] = event }
+            }
+        }
+
+        var kills = 0
+        while kills < 8, finished().count < 20 {
+            await drain(for: Double.random(in: 0.1...0.35))
+            ferryd.kill9()
+            kills += 1
+            try await ferryd.start()
+            client = try await RawClient.connected(to: ferryd.socketPath, name: "app")
+            try await client.request(.attach("s1"))
+        }
+        await drain(for: 180)
+        #expect(finished().count == 20, "finished: \(finished().sorted()); log tail:\n\(ferryd.log.suffix(3000))")
+
+        for (task, kind) in kindOf {
+            let mine = events.values.filter { $0.taskIdentifier == task }.sorted { $0.sequence < $1.sequence }
+            #expect(mine.filter { $0.kind == .completed }.count == 1, "task \(task): \(mine.map(\.kind.name))")
+            #expect(!mine.contains { if case .failed = $0.kind { true } else { false } }, "task \(task) failed: \(mine)")
+            let i = try #require(nameOf[task])
+            if kind == .download {
+                let location = mine.compactMap { if case .downloadFinished(let f) = $0.kind { f.location } else { nil } }.first
+                let file = try #require(location, "task \(task) has no downloadFinished")
+                #expect(try TestFiles.sha256Hex(ofFile: URL(fileURLWithPath: file)) == TestContent.sha256Hex(count: Self.downloadSize, seed: UInt64(100 + i)))
+            } else {
+                let stored = try #require(uploads.completedUploads["u\(i)"], "upload u\(i) never completed on the server")
+                #expect(stored.bytes == Self.uploadSize)
+                #expect(stored.sha256 == TestContent.sha256Hex(count: Self.uploadSize, seed: UInt64(200 + i)))
+            }
+        }
+
+        // Resumed, not restarted: ranged GETs with If-Range, PATCHes from an offset above 0,
+        // and far fewer bytes sent than a restart after every kill would need.
+        let log = nginx.accessLog()
+        let ranged = log.filter { $0.contains(" 206 ") }
+        let full = log.filter { $0.hasPrefix("GET /d") && $0.contains(" 200 ") }
+        let served = log.compactMap { $0.split(separator: " ").last.flatMap { Int64($0) } }.reduce(0, +)
+        let resumedPatches = uploads.requests.filter { $0.method == "PATCH" && ($0.header("upload-offset").flatMap(Int.init) ?? 0) > 0 }
+        let uploadedBytes = uploads.requests.reduce(0) { $0 + $1.bodyLength }
+        print("kill -9 ×\(kills): nginx \(full.count) full + \(ranged.count) ranged GETs, \(served >> 20) MiB served for \(10 * Self.downloadSize >> 20) MiB; uploads: \(resumedPatches.count) resumed PATCHes, \(uploadedBytes >> 20) MiB received for \(10 * Self.uploadSize >> 20) MiB")
+        #expect(kills >= 3)
+        #expect(full.count <= 10 + kills, "a file was fetched from the start again and again:\n\(full.joined(separator: "\n"))")
+        #expect(ranged.count + resumedPatches.count >= 1)
+        #expect(ranged.allSatisfy { $0.contains("\"bytes=") })
+        #expect(served < Int64(10 * Self.downloadSize) * 3 / 2)
+        // A PUT whose server finished it just before a kill is sent again (it is idempotent;
+        // a POST would fail instead): at most one whole upload again per kill.
+        #expect(uploadedBytes <= 10 * Self.uploadSize + kills * Self.uploadSize)
+        try await nginx.stop()
+        try await uploads.shutdown()
+    }
+}
