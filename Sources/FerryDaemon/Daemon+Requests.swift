@@ -34,6 +34,11 @@ extension Daemon {
             return .invalidated(SessionReference(sessionIdentifier: invalidate.sessionIdentifier))
         case .acknowledge(let ack):
             let removed = try await store.acknowledge(session: ack.sessionIdentifier, upTo: ack.upToSequence)
+            if try await store.undeliveredEvents(in: ack.sessionIdentifier, limit: 1).isEmpty {
+                // Everything delivered: the launch backoff starts afresh next time.
+                launches[ack.sessionIdentifier]?.timer?.cancel()
+                launches[ack.sessionIdentifier] = nil
+            }
             logger.debug("acknowledged", metadata: ["session": "\(ack.sessionIdentifier)", "upTo": "\(ack.upToSequence)", "removed": "\(removed)"])
             return .acknowledged(ack)
         case .status:
@@ -107,7 +112,6 @@ extension Daemon {
             }
             let page = try await taskPage(session, after: 0, limit: nil)
             if attach.owner {
-                launches[session] = nil  // the launched app (or someone) came
                 connection.logger.info("session attached", metadata: ["session": "\(session)", "owner": "true"])
             }
             return Attached(sessionIdentifier: session, owner: attach.owner, tasks: page.tasks, nextAfterTaskIdentifier: page.nextAfterTaskIdentifier)

@@ -33,12 +33,21 @@ final class RawClient: @unchecked Sendable {  // one test drives it at a time; t
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
         guard result == 0 else {
-            close(fd)
+            Glibc.close(fd)
             throw TestFailure("connect(\(socketPath)) failed: \(String(cString: strerror(errno)))")
         }
     }
 
-    deinit { close(fd) }
+    private var closed = false
+
+    deinit { if !closed { Glibc.close(fd) } }
+
+    /// Closes the socket now, as a process that exits.
+    func close() {
+        guard !closed else { return }
+        closed = true
+        Glibc.close(fd)
+    }
 
     /// Connects, says hello and checks the welcome.
     static func connected(to socketPath: String, name: String = "test-client") async throws -> RawClient {
