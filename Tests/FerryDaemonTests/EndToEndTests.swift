@@ -101,4 +101,25 @@ struct EndToEndTests {
         #expect(taken.owner)
         try await server.shutdown()
     }
+
+    @Test("503 with Retry-After: 2 (real clock): the next request comes no sooner than 2 s later")
+    func retryAfterRealClock() async throws {
+        let ferryd = try FerrydProcess()
+        defer { ferryd.cleanUp() }
+        try await ferryd.start()
+        let server = try await TestHTTPServer.start()
+        let client = try await RawClient.connected(to: ferryd.socketPath, name: "app")
+        try await client.request(.attach("s"))
+        let task = try await client.submit(.download("s", server.baseURL + "/flaky/k?failures=1&status=503&retryAfter=2&then=/bytes/1000"))
+        let events = try await client.events(untilFinished: [task.taskIdentifier])
+        #expect(events.last?.kind == .completed)
+        let requests = server.requests
+        #expect(requests.count == 2)
+        if requests.count == 2 {
+            let gap = requests[1].receivedAt - requests[0].receivedAt
+            #expect(gap >= .seconds(2), "retried after \(gap)")
+            #expect(gap < .seconds(4))
+        }
+        try await server.shutdown()
+    }
 }
