@@ -46,13 +46,14 @@ public protocol ContainerLocating: Sendable {
     func containerURL(group: String?, appBundleIdentifier: String, session: String) -> URL
 }
 
-/// Groups under `<data>/groups/<group>`, other sessions under `<data>/sessions/<app>`.
+/// Groups under `<data>/groups/<group>`, sessions without a group under
+/// `<data>/session-files/<session>` (where the library also keeps their upload bodies).
 public struct DataDirectoryContainers: ContainerLocating {
     public var dataDirectory: URL
     public init(dataDirectory: URL) { self.dataDirectory = dataDirectory }
     public func containerURL(group: String?, appBundleIdentifier: String, session: String) -> URL {
         if let group { return dataDirectory.appendingPathComponent("groups/\(group.pathSafe)", isDirectory: true) }
-        return dataDirectory.appendingPathComponent("sessions/\(appBundleIdentifier.pathSafe)", isDirectory: true)
+        return dataDirectory.appendingPathComponent("session-files/\(session.pathSafe)", isDirectory: true)
     }
 }
 

@@ -3,6 +3,10 @@ import FerryTestSupport
 import Foundation
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// A real `ferryd` process and a raw protocol client: what a library sees on the socket.
 @Suite("ferryd end to end (real process)", .serialized)
 struct EndToEndTests {
@@ -26,7 +30,7 @@ struct EndToEndTests {
         #expect(events.of(1).map(\.kind.name) == ["response", "downloadFinished", "completed"])
         #expect(events.of(2).map(\.kind.name) == ["response", "data", "completed"])
         guard case .downloadFinished(let finished) = events.of(1)[1].kind else { throw TestFailure("no location") }
-        #expect(finished.location.hasPrefix(ferryd.dataDirectory.path + "/"))
+        #expect(finished.location.hasPrefix(ferryd.container(session: "s1").path + "/"))
         #expect(try TestFiles.sha256Hex(ofFile: URL(fileURLWithPath: finished.location)) == TestContent.sha256Hex(count: 1 << 20, seed: 3))
         guard case .data(let json) = events.of(2)[1].kind else { throw TestFailure("no data") }
         let answer = try JSONSerialization.jsonObject(with: json) as? [String: Any]
@@ -121,5 +125,76 @@ struct EndToEndTests {
             #expect(gap < .seconds(4))
         }
         try await server.shutdown()
+    }
+
+    @Test("two ferryd started at once: one serves, the other exits 0 saying one is running")
+    func oneDaemonPerUser() async throws {
+        let ferryd = try FerrydProcess()
+        defer { ferryd.cleanUp() }
+        let binary = try #require(FerrydProcess.binary)
+        var racers: [(Process, Pipe)] = []
+        for _ in 0..<3 {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: binary)
+            process.environment = ferryd.environment
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            racers.append((process, pipe))
+        }
+        try await Task.sleep(for: .seconds(1))
+        let running = racers.filter { $0.0.isRunning }
+        #expect(running.count == 1)
+        for (process, pipe) in racers where !process.isRunning {
+            #expect(process.terminationStatus == 0)
+            #expect(String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).contains("already running"))
+        }
+        let client = try await RawClient.connected(to: ferryd.socketPath)
+        guard case .status(let status) = try await client.request(.status) else { throw TestFailure("no status") }
+        #expect(status.pid == running.first?.0.processIdentifier)
+        for (process, _) in running {
+            kill(process.processIdentifier, SIGTERM)
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0)
+        }
+        #expect(!FileManager.default.fileExists(atPath: ferryd.socketPath), "SIGTERM removes the socket")
+    }
+
+    @Test("a socket passed by systemd (LISTEN_FDS, fd 3) is served")
+    func systemdSocketActivation() async throws {
+        let ferryd = try FerrydProcess()
+        defer { ferryd.cleanUp() }
+        let binary = try #require(FerrydProcess.binary)
+        let socketPath = ferryd.root.appendingPathComponent("activated.sock").path
+        // What systemd does: bind and listen, pass it as fd 3, set LISTEN_PID to the pid that
+        // will exec ferryd and LISTEN_FDS=1.
+        let script = """
+            import os, socket, sys
+            s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(16)
+            os.dup2(s.fileno(), 3); os.set_inheritable(3, True)
+            env = dict(os.environ, LISTEN_PID=str(os.getpid()), LISTEN_FDS="1")
+            os.execve(sys.argv[2], [sys.argv[2]], env)
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments = ["-c", script, socketPath, binary]
+        process.environment = ferryd.environment
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        var client: RawClient?
+        for _ in 0..<200 where client == nil {
+            client = try? await RawClient.connected(to: socketPath)
+            if client == nil { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        let connected = try #require(client, "ferryd did not answer on the passed socket")
+        guard case .status(let status) = try await connected.request(.status) else { throw TestFailure("no status") }
+        #expect(status.pid == process.processIdentifier)
+        #expect(!FileManager.default.fileExists(atPath: ferryd.socketPath), "ferryd bound no socket of its own")
     }
 }

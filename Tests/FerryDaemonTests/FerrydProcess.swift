@@ -99,8 +99,8 @@ final class FerrydProcess: @unchecked Sendable {  // used by one test at a time
         try? FileManager.default.removeItem(at: root)
     }
 
-    /// Where sessions without an app group keep their files (ferryd's default containers).
-    func container(app: String) -> URL {
-        dataDirectory.appendingPathComponent("sessions/\(app)")
+    /// Where a session without an app group keeps its files (ferryd's default containers).
+    func container(session: String) -> URL {
+        dataDirectory.appendingPathComponent("session-files/\(session)")
     }
 }
