@@ -145,6 +145,13 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // App manifests, app groups' containers, who a socket peer is, launching apps:
+        // the Linux words for Info.plist and entitlements. Foundation and swift-log only.
+        .target(
+            name: "FerryApps",
+            dependencies: [.product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
         // MARK: byteclub-server (issue: byteclub-server)
         .systemLibrary(
             name: "CVips",
@@ -221,6 +228,11 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "FerryAppsTests",
+            dependencies: ["FerryApps", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

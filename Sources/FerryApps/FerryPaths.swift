@@ -1,0 +1,153 @@
+public import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Where Ferry keeps things, from the environment. ferryd, the library and `ferry apps` all
+/// read it the same way, so they agree on the socket and the containers.
+///
+/// | what | where |
+/// |---|---|
+/// | data (store, manifests, containers, logs) | `$FERRY_DATA_DIR`, else `$XDG_DATA_HOME/ferry`, else `~/.local/share/ferry` |
+/// | runtime (socket, lock) | `$FERRY_RUNTIME_DIR`, else `$XDG_RUNTIME_DIR/ferry`, else `/tmp/ferry-<uid>` |
+///
+/// Empty variables count as unset, and so do relative XDG ones (the XDG spec says to ignore
+/// them); a relative `FERRY_*` path is taken from the current directory.
+///
+/// ```swift
+/// let paths = try FerryPaths()          // or FerryPaths(environment: ["FERRY_DATA_DIR": dir, …]) in tests
+/// try paths.prepare()
+/// let socket = paths.socketURL          // $XDG_RUNTIME_DIR/ferry/ferryd.sock
+/// ```
+public struct FerryPaths: Sendable, Equatable {
+    /// Store, manifests, containers and logs.
+    public var dataDirectory: URL
+    /// The socket and the lock: `0700`, the user's alone (see ``prepare()``).
+    public var runtimeDirectory: URL
+
+    /// - Throws: ``FerryPathsError`` when no home directory can be found for the data
+    ///   directory (no `HOME` and no password entry) and no variable names one.
+    public init(environment: [String: String] = ProcessInfo.processInfo.environment) throws {
+        func value(_ name: String) -> String? { environment[name].flatMap { $0.isEmpty ? nil : $0 } }
+        func absolute(_ name: String) -> String? { value(name).flatMap { $0.hasPrefix("/") ? $0 : nil } }
+
+        if let runtime = value("FERRY_RUNTIME_DIR") {
+            runtimeDirectory = URL(fileURLWithPath: runtime, isDirectory: true)
+        } else if let xdg = absolute("XDG_RUNTIME_DIR") {
+            runtimeDirectory = URL(fileURLWithPath: xdg, isDirectory: true).appendingPathComponent("ferry", isDirectory: true)
+        } else {
+            runtimeDirectory = URL(fileURLWithPath: "/tmp/ferry-\(getuid())", isDirectory: true)
+        }
+
+        if let data = value("FERRY_DATA_DIR") {
+            dataDirectory = URL(fileURLWithPath: data, isDirectory: true)
+        } else if let xdg = absolute("XDG_DATA_HOME") {
+            dataDirectory = URL(fileURLWithPath: xdg, isDirectory: true).appendingPathComponent("ferry", isDirectory: true)
+        } else {
+            guard let home = absolute("HOME") ?? Self.passwordHome() else {
+                throw FerryPathsError("no home directory: set HOME, XDG_DATA_HOME or FERRY_DATA_DIR")
+            }
+            dataDirectory = URL(fileURLWithPath: home, isDirectory: true)
+                .appendingPathComponent(".local/share/ferry", isDirectory: true)
+        }
+        dataDirectory = dataDirectory.standardizedFileURL
+        runtimeDirectory = runtimeDirectory.standardizedFileURL
+    }
+
+    /// Both directories given (tests, `ferryd --data-directory`).
+    public init(dataDirectory: URL, runtimeDirectory: URL) {
+        self.dataDirectory = dataDirectory.standardizedFileURL
+        self.runtimeDirectory = runtimeDirectory.standardizedFileURL
+    }
+
+    /// ferryd's Unix socket.
+    public var socketURL: URL { runtimeDirectory.appendingPathComponent("ferryd.sock") }
+    /// The `flock` that keeps one ferryd per user.
+    public var lockURL: URL { runtimeDirectory.appendingPathComponent("ferryd.lock") }
+    /// ferryd's SQLite store.
+    public var storeURL: URL { dataDirectory.appendingPathComponent("ferryd.sqlite") }
+    /// Installed manifests, one `<bundle id>.json` each.
+    public var appsDirectory: URL { dataDirectory.appendingPathComponent("apps", isDirectory: true) }
+    /// Shared containers, one `<group>/` each.
+    public var groupsDirectory: URL { dataDirectory.appendingPathComponent("groups", isDirectory: true) }
+    /// Files of sessions without an app group, one folder each below this one.
+    public var sessionsDirectory: URL { dataDirectory.appendingPathComponent("sessions", isDirectory: true) }
+    /// Launch logs, one `<bundle id>.log` per app.
+    public var logsDirectory: URL { dataDirectory.appendingPathComponent("logs", isDirectory: true) }
+
+    /// The shared container of `group` (not created, not checked: see
+    /// ``AppRegistry/containerURL(forGroup:for:)`` for the member check).
+    public func containerURL(forGroup group: String) -> URL {
+        groupsDirectory.appendingPathComponent(group, isDirectory: true)
+    }
+
+    /// Creates the runtime and data directories `0700` (their missing parents with the
+    /// default mode).
+    ///
+    /// The runtime directory holds the socket, so it must be the user's alone: an existing
+    /// one that is a symlink, belongs to another user, or is open to group or others is
+    /// refused, not repaired (someone else may already have put a socket there). This is the
+    /// `/tmp/ferry-<uid>` case: anyone can create that name first.
+    ///
+    /// - Throws: ``FerryPathsError`` naming the directory and the remedy.
+    public func prepare() throws {
+        try Self.makePrivateDirectory(runtimeDirectory, role: "runtime directory")
+        try Self.makePrivateDirectory(dataDirectory, role: "data directory", strict: false)
+    }
+
+    /// `mkdir 0700`, then `lstat` what is there: race-free, since nothing is followed.
+    /// `strict` also refuses a symlink or group/other access (the data directory may be a
+    /// link the user made to another disk).
+    static func makePrivateDirectory(_ url: URL, role: String, strict: Bool = true) throws {
+        let path = url.path
+        let parent = url.deletingLastPathComponent()
+        if !FileManager.default.fileExists(atPath: parent.path) {
+            do {
+                try FileManager.default.createDirectory(at: parent, withIntermediateDirectories: true)
+            } catch {
+                throw FerryPathsError("cannot create the \(role)'s parent \(parent.path): \(error.localizedDescription)")
+            }
+        }
+        if mkdir(path, 0o700) != 0, errno != EEXIST {
+            throw FerryPathsError("cannot create the \(role) \(path): \(String(cString: strerror(errno)))")
+        }
+        var info = stat()
+        guard lstat(path, &info) == 0 else {
+            throw FerryPathsError("cannot inspect the \(role) \(path): \(String(cString: strerror(errno)))")
+        }
+        let type = info.st_mode & S_IFMT
+        if type == S_IFLNK {
+            if strict {
+                throw FerryPathsError("the \(role) \(path) is a symbolic link; remove it (Ferry creates its own) or set FERRY_RUNTIME_DIR")
+            }
+            guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
+                throw FerryPathsError("the \(role) \(path) is a symbolic link to something that is not a directory")
+            }
+        } else if type != S_IFDIR {
+            throw FerryPathsError("the \(role) \(path) exists and is not a directory")
+        }
+        if info.st_uid != getuid() {
+            throw FerryPathsError("the \(role) \(path) belongs to uid \(info.st_uid), not to you (uid \(getuid())); remove it or set \(strict ? "FERRY_RUNTIME_DIR" : "FERRY_DATA_DIR")")
+        }
+        if strict, info.st_mode & 0o077 != 0 {
+            let mode = String(info.st_mode & 0o777, radix: 8)
+            throw FerryPathsError("the \(role) \(path) is open to other users (mode \(mode)); run `chmod 700 \(path)` if you made it, else remove it")
+        }
+    }
+
+    /// The home directory from the password database, for a process started without `HOME`.
+    private static func passwordHome() -> String? {
+        guard let entry = getpwuid(getuid()), let directory = entry.pointee.pw_dir else { return nil }
+        let home = String(cString: directory)
+        return home.hasPrefix("/") ? home : nil
+    }
+}
+
+/// A directory Ferry cannot use: the message names it and says what to do.
+public struct FerryPathsError: Error, CustomStringConvertible, Sendable, Equatable {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
