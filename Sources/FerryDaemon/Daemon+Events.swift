@@ -71,8 +71,22 @@ extension Daemon {
     }
 
     /// Launches the session's containing app when it has undelivered events and nobody
-    /// owns it, respecting the launch backoff.
+    /// owns it, respecting the launch backoff. One check per session at a time (a call
+    /// during one makes it look again), so two triggers cannot launch twice.
     func launchIfNeeded(_ session: String) async {
+        guard !launchChecking.contains(session) else {
+            launchCheckAgain.insert(session)
+            return
+        }
+        launchChecking.insert(session)
+        defer { launchChecking.remove(session) }
+        repeat {
+            launchCheckAgain.remove(session)
+            await launchCheck(session)
+        } while launchCheckAgain.contains(session)
+    }
+
+    private func launchCheck(_ session: String) async {
         guard owners[session] == nil, !isStopping else { return }
         let state = launches[session] ?? LaunchState()
         if let last = state.lastLaunch, clock.now < last.addingTimeInterval(LaunchState.delay(afterAttempts: state.attempts)) {

@@ -38,6 +38,8 @@ public actor Daemon {
     var pumping: Set<String> = []
     var pumpAgain: Set<String> = []
     var launches: [String: LaunchState] = [:]
+    var launchChecking: Set<String> = []
+    var launchCheckAgain: Set<String> = []
 
     // Scheduling.
     var running: [TaskKey: RunningTask] = [:]

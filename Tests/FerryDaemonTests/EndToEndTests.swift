@@ -39,8 +39,9 @@ struct EndToEndTests {
         #expect(try await client.nextPush(timeout: 5).isEventsFinished || client.pushed.contains { $0.isEventsFinished })
 
         // Not acknowledged: a new connection gets the same events again, same sequences.
+        client.close()
         client = try await RawClient.connected(to: ferryd.socketPath, name: "app")
-        guard case .attached(let again) = try await client.request(.attach("s1")) else { throw TestFailure("not attached") }
+        let again = try await client.attachAfterReconnect("s1")
         #expect(again.tasks.map(\.state) == [.completed, .completed])
         let replayed = try await client.events(untilFinished: [1, 2])
         #expect(replayed.map(\.sequence) == events.map(\.sequence))
@@ -50,8 +51,9 @@ struct EndToEndTests {
         guard case .acknowledged(let ack) = try await client.request(.acknowledge(Acknowledge(sessionIdentifier: "s1", upToSequence: last)))
         else { throw TestFailure("not acknowledged") }
         #expect(ack.upToSequence == last)
+        client.close()
         client = try await RawClient.connected(to: ferryd.socketPath, name: "app")
-        try await client.request(.attach("s1"))
+        try await client.attachAfterReconnect("s1")
         await #expect(throws: (any Error).self) { try await client.nextPush(timeout: 1.5) }
         #expect(client.pushed.allSatisfy { $0.event == nil })
         try await server.shutdown()
@@ -196,5 +198,77 @@ struct EndToEndTests {
         guard case .status(let status) = try await connected.request(.status) else { throw TestFailure("no status") }
         #expect(status.pid == process.processIdentifier)
         #expect(!FileManager.default.fileExists(atPath: ferryd.socketPath), "ferryd bound no socket of its own")
+    }
+}
+
+/// Durability and the submit rules, against a real process.
+@Suite("Submitting (real process)", .serialized)
+struct SubmitTests {
+    @Test("a submitted task survives kill -9 right after the reply; the same idempotency key returns it again")
+    func durableAndIdempotent() async throws {
+        let ferryd = try FerrydProcess()
+        defer { ferryd.cleanUp() }
+        try await ferryd.start()
+        var client = try await RawClient.connected(to: ferryd.socketPath, name: "app")
+        try await client.request(.attach("s"))
+        var submission = TaskSubmission.download("s", "http://127.0.0.1:9/later", key: "once")
+        submission.earliestBeginDate = Date().addingTimeInterval(86_400)
+        let first = try await client.submit(submission)
+        ferryd.kill9()
+        try await ferryd.start()
+        client = try await RawClient.connected(to: ferryd.socketPath, name: "app")
+        guard case .attached(let attached) = try await client.request(.attach("s")) else { throw TestFailure("no attach") }
+        #expect(attached.tasks.map(\.taskIdentifier) == [first.taskIdentifier])
+        #expect(attached.tasks.first?.idempotencyKey == "once")
+        guard case .submitted(let again) = try await client.request(.submit(submission)) else { throw TestFailure("no reply") }
+        #expect(again.existing && again.task.taskIdentifier == first.taskIdentifier)
+        guard case .tasks(let page) = try await client.request(.listTasks(ListTasks(sessionIdentifier: "s"))) else { throw TestFailure("no list") }
+        #expect(page.tasks.count == 1)
+    }
+
+    @Test("what ferryd refuses to store: a missing body file, a destination outside the container, resume data that is not Ferry's")
+    func refusedSubmissions() async throws {
+        let ferryd = try FerrydProcess()
+        defer { ferryd.cleanUp() }
+        try await ferryd.start()
+        let client = try await RawClient.connected(to: ferryd.socketPath, name: "app")
+        try await client.request(.attach("s"))
+        var outside = TaskSubmission.download("s", "http://127.0.0.1:9/x")
+        outside.destination = "/etc/ferry-owned.bin"
+        var escaping = TaskSubmission.download("s", "http://127.0.0.1:9/x")
+        escaping.destination = ferryd.container(session: "s").path + "/../../escape.bin"
+        var foreign = TaskSubmission.download("s", "http://127.0.0.1:9/x")
+        foreign.resumeData = Data("not resume data".utf8)
+        for (submission, mentions) in [
+            (TaskSubmission.upload("s", "http://127.0.0.1:9/up", file: ferryd.root.appendingPathComponent("missing.bin")), "body file"),
+            (outside, "container"), (escaping, "container"), (foreign, "FERRYRD"),
+        ] {
+            let error = await #expect(throws: FerryProtocolError.self) { try await client.request(.submit(submission)) }
+            #expect(error?.code == .badRequest)
+            #expect(error?.message.contains(mentions) == true, "\(error?.message ?? "")")
+        }
+        guard case .tasks(let page) = try await client.request(.listTasks(ListTasks(sessionIdentifier: "s"))) else { throw TestFailure("no list") }
+        #expect(page.tasks.isEmpty)
+    }
+
+    @Test("a response body comes in data events of at most 256 KiB; more than 4 MiB fails the task")
+    func dataEvents() async throws {
+        let ferryd = try FerrydProcess()
+        defer { ferryd.cleanUp() }
+        try await ferryd.start()
+        let server = try await TestHTTPServer.start()
+        let client = try await RawClient.connected(to: ferryd.socketPath, name: "app")
+        try await client.request(.attach("s"))
+        let small = try await client.submit(TaskSubmission(
+            sessionIdentifier: "s", kind: .data, request: TaskRequest(url: URL(string: server.baseURL + "/bytes/600000?seed=8")!)))
+        let big = try await client.submit(TaskSubmission(
+            sessionIdentifier: "s", kind: .data, request: TaskRequest(url: URL(string: server.baseURL + "/bytes/5000000?seed=8")!)))
+        let events = try await client.events(untilFinished: [small.taskIdentifier, big.taskIdentifier])
+        let chunks = events.of(small.taskIdentifier).compactMap { if case .data(let d) = $0.kind { d } else { nil } }
+        #expect(chunks.map(\.count) == [262_144, 262_144, 75_712])
+        #expect(TestFiles.sha256Hex(chunks.reduce(Data(), +)) == TestContent.sha256Hex(count: 600_000, seed: 8))
+        guard case .failed(let failure) = events.of(big.taskIdentifier).last?.kind else { throw TestFailure("big did not fail") }
+        #expect(failure.code == "dataLengthExceedsMaximum")
+        try await server.shutdown()
     }
 }

@@ -21,7 +21,10 @@ final class RawClient: @unchecked Sendable {  // one test drives it at a time; t
 
     init(socketPath: String) throws {
         fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw TestFailure("socket() failed") }
+        guard fd >= 0 else {
+            closed = true
+            throw TestFailure("socket() failed")
+        }
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
@@ -33,6 +36,9 @@ final class RawClient: @unchecked Sendable {  // one test drives it at a time; t
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
         guard result == 0 else {
+            // A throwing init of a class still runs deinit: mark the descriptor closed here,
+            // or deinit would close it again, and by then the number may be someone else's.
+            closed = true
             Glibc.close(fd)
             throw TestFailure("connect(\(socketPath)) failed: \(String(cString: strerror(errno)))")
         }

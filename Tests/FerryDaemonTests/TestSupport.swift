@@ -16,6 +16,21 @@ extension TaskSubmission {
 }
 
 extension RawClient {
+    /// Attaches as owner; while ferryd has not yet seen the previous owner's socket close
+    /// (it closed a moment ago), the attach is refused: ask again, for at most 5 s.
+    @discardableResult
+    func attachAfterReconnect(_ session: String) async throws -> Attached {
+        for _ in 0..<100 {
+            do {
+                guard case .attached(let attached) = try await request(.attach(session)) else { throw TestFailure("no attach") }
+                return attached
+            } catch let error as FerryProtocolError where error.code == .backgroundSessionInUseByAnotherProcess {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+        }
+        throw TestFailure("the previous owner of \(session) was never released")
+    }
+
     func submit(_ submission: TaskSubmission) async throws -> TaskInfo {
         guard case .submitted(let submitted) = try await request(.submit(submission)) else { throw TestFailure("not submitted") }
         return submitted.task
