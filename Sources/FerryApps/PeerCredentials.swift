@@ -54,6 +54,10 @@ public struct PeerCredentials: Sendable, Equatable, Hashable {
 public struct PeerCredentialsError: Error, CustomStringConvertible, Sendable, Equatable {
     public var errno: Int32
     public var message: String
+    public init(errno: Int32, message: String) {
+        self.errno = errno
+        self.message = message
+    }
     public var description: String { message }
 }
 

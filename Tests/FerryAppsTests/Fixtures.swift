@@ -1,0 +1,127 @@
+// Temporary folders, programs and manifests for the FerryApps tests: real files, real processes.
+import FerryApps
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A fresh folder per test, with data and runtime folders inside, removed by `remove()`.
+struct Sandbox {
+    let root: URL
+    let paths: FerryPaths
+
+    init() throws {
+        root = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("ferry-apps-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        paths = FerryPaths(dataDirectory: root.appendingPathComponent("data"), runtimeDirectory: root.appendingPathComponent("run"))
+    }
+
+    var registry: AppRegistry { AppRegistry(paths: paths) }
+
+    func url(_ name: String) -> URL { root.appendingPathComponent(name) }
+
+    /// A file with `mode`, its folders created.
+    @discardableResult
+    func write(_ text: String, to name: String, mode: Int = 0o755) throws -> String {
+        let url = url(name)
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data(text.utf8).write(to: url)
+        chmod(url.path, mode_t(mode))
+        return url.path
+    }
+
+    /// A copy of a real binary (`sleep`), so that `/proc/PID/exe` of what it runs is this path.
+    func program(_ name: String) throws -> String {
+        let url = url(name)
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: "/usr/bin/sleep", toPath: url.path)
+        return url.path
+    }
+
+    func remove() {
+        // Folders made read-only or foreign by a test must not outlive it.
+        _ = try? FileManager.default.removeItem(at: root)
+    }
+}
+
+/// The ShareAlike app of docs/apps.md, with programs in `sandbox`.
+func shareAlike(in sandbox: Sandbox) throws -> AppManifest {
+    let app = try sandbox.program("opt/sharealike/bin/sharealike")
+    let share = try sandbox.program("opt/sharealike/bin/sharealike-share")
+    return AppManifest(
+        bundleIdentifier: "com.example.sharealike",
+        name: "ShareAlike",
+        executables: [app],
+        launch: [app, "--background-session", "{session}"],
+        appGroups: ["group.com.example.sharealike"],
+        extensions: [
+            ExtensionManifest(
+                bundleIdentifier: "com.example.sharealike.share",
+                name: "Share to ShareAlike",
+                executables: [share],
+                point: "share",
+                backgroundSessionIdentifier: "com.example.sharealike.bg",
+                attributes: .object(["activationRule": .object(["supportsImageWithMaxCount": .number(10)])]))
+        ])
+}
+
+/// A child process in its own process group, so that `stop()` also ends what it started
+/// (a shell script's `sleep`). Foundation's `Process` waits for those grandchildren.
+struct Child {
+    let pid: pid_t
+
+    /// Starts `program args…` with stdin, stdout and stderr on /dev/null.
+    init(_ program: String, _ arguments: [String]) throws {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        for descriptor in Int32(0)...2 {
+            posix_spawn_file_actions_addopen(&actions, descriptor, "/dev/null", descriptor == 0 ? O_RDONLY : O_WRONLY, 0)
+        }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
+        posix_spawnattr_setpgroup(&attributes, 0)
+        let argv = ([program] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, program, &actions, &attributes, argv, environ)
+        try #require(result == 0, "posix_spawn \(program): \(String(cString: strerror(result)))")
+        self.pid = pid
+    }
+
+    /// SIGKILL to the whole group, then reaps the child.
+    func stop() {
+        kill(-pid, SIGKILL)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+    }
+
+    /// Waits for the child to end by itself (at most `seconds`); its exit status, or nil.
+    func exitStatus(within seconds: Double = 10) async throws -> Int32? {
+        var status: Int32 = 0
+        for _ in 0..<Int(seconds * 100) {
+            if waitpid(pid, &status, WNOHANG) == pid { return (status >> 8) & 0xff }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        return nil
+    }
+}
+
+/// Polls `condition` every 10 ms, at most `seconds`; true once it holds.
+func eventually(within seconds: Double = 10, _ condition: () throws -> Bool) async throws -> Bool {
+    for _ in 0..<Int(seconds * 100) {
+        if try condition() { return true }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+    return try condition()
+}
+
+/// The mode bits of a file (`0o700`), not following a link.
+func mode(_ path: String) -> Int {
+    var info = stat()
+    guard lstat(path, &info) == 0 else { return -1 }
+    return Int(info.st_mode & 0o7777)
+}
