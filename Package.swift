@@ -127,6 +127,7 @@ let package = Package(
                 "FerryProtocol",
                 "FerryStore",
                 "FerryEngine",
+                "FerryApps",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -139,6 +140,7 @@ let package = Package(
             dependencies: [
                 "FerryDaemon",
                 "FerryStore",
+                "FerryApps",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),

@@ -1,19 +1,25 @@
+import FerryApps
 import FerryProtocol
 import FerryStore
 import Foundation
 import Logging
 
-/// An app launch for a session's events, and when the next may happen.
+/// An app launch for a session's events, and when the next may happen: FerryApps'
+/// `LaunchBackoff` with a 10 s base and a one-hour cap, plus the timer that looks again.
 ///
-/// A launch that fails, or whose app has not attached within `launchConnectTimeout`, is
-/// retried after 10 s, 20 s, 40 s… up to an hour: never in a loop.
+/// A launch that fails, or whose app has not acknowledged the events within
+/// `launchConnectTimeout`, is retried after 10 s, 20 s, 40 s… (at least the connect
+/// time-out), at most an hour apart: never in a loop. The backoff starts afresh once every
+/// event is acknowledged, not at attach, so an app that attaches and dies is not launched
+/// in a loop either.
 struct LaunchState: Sendable {
-    var attempts = 0
-    var lastLaunch: Date?
+    var backoff = LaunchBackoff(base: .seconds(10), cap: .seconds(3600))
     var timer: Task<Void, Never>?
 
     static func delay(afterAttempts attempts: Int) -> TimeInterval {
-        min(3600, 10 * pow(2, Double(max(0, attempts - 1))))
+        var backoff = LaunchBackoff(base: .seconds(10), cap: .seconds(3600))
+        for _ in 0..<attempts { backoff.recordLaunch(at: Date(timeIntervalSince1970: 0)) }
+        return backoff.nextAllowedLaunch()?.timeIntervalSince1970 ?? 0
     }
 }
 
@@ -89,7 +95,7 @@ extension Daemon {
     private func launchCheck(_ session: String) async {
         guard owners[session] == nil, !isStopping else { return }
         let state = launches[session] ?? LaunchState()
-        if let last = state.lastLaunch, clock.now < last.addingTimeInterval(LaunchState.delay(afterAttempts: state.attempts)) {
+        if let allowed = state.backoff.nextAllowedLaunch(), clock.now < allowed {
             return  // a launch is pending or backing off; its timer looks again
         }
         guard let record = try? await store.session(session),
@@ -102,11 +108,10 @@ extension Daemon {
             return
         }
         var next = launches[session] ?? LaunchState()
-        next.attempts += 1
-        next.lastLaunch = clock.now
+        next.backoff.recordLaunch(at: clock.now)
         next.timer?.cancel()
-        let attempt = next.attempts
-        let wait = max(configuration.launchConnectTimeout, LaunchState.delay(afterAttempts: attempt))
+        let attempt = next.backoff.launchesWithoutConnecting
+        let wait = max(configuration.launchConnectTimeout, next.backoff.nextAllowedLaunch()?.timeIntervalSince(clock.now) ?? 0)
         let deadline = clock.now.addingTimeInterval(wait)
         next.timer = Task { [clock] in
             try? await clock.sleep(until: deadline)

@@ -1,6 +1,7 @@
 // ferryd: the Ferry background-transfer daemon. Thin: arguments, paths, signals, logging;
 // everything else is FerryDaemon. See docs/ferryd.md.
 import ArgumentParser
+import FerryApps
 import FerryDaemon
 import FerryStore
 import Foundation
@@ -39,8 +40,10 @@ struct Ferryd: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "ferryd")
-        let paths = DaemonPaths(runtimeDirectory: runtimeDirectory, dataDirectory: dataDirectory, environment: environment)
-        try paths.createFolders()
+        var paths = try FerryPaths(environment: environment)
+        if let runtimeDirectory { paths.runtimeDirectory = URL(fileURLWithPath: runtimeDirectory, isDirectory: true) }
+        if let dataDirectory { paths.dataDirectory = URL(fileURLWithPath: dataDirectory, isDirectory: true) }
+        try paths.prepare()
 
         let systemdSocket = DaemonServer.systemdSocket(environment: environment)
         guard let lock = try InstanceLock.acquire(at: paths.lockURL) else {
@@ -52,7 +55,12 @@ struct Ferryd: AsyncParsableCommand {
         var configuration = DaemonConfiguration(socketURL: paths.socketURL, storeURL: paths.storeURL, dataDirectory: paths.dataDirectory)
         configuration.globalTaskLimit = globalTaskLimit
         let store = try FerryStore(path: paths.storeURL.path, logger: Logger(label: "ferryd.store"))
-        let daemon = try Daemon(configuration: configuration, store: store, logger: logger)
+        let registry = AppRegistry(paths: paths)
+        let daemon = try Daemon(
+            configuration: configuration, store: store, apps: RegistryApps(registry: registry, logger: logger),
+            containers: PathsContainers(paths: paths),
+            launcher: RegistryLauncher(registry: registry, launcher: AppLauncher(paths: paths, logger: logger)),
+            logger: logger)
         let server = try await DaemonServer.bind(daemon: daemon, socketURL: paths.socketURL, systemdSocket: systemdSocket)
         let service = DaemonService(daemon: daemon, server: server)
         let group = ServiceGroup(
@@ -81,32 +89,5 @@ struct DaemonService: Service {
             }
         }
         await daemon.shutdown()
-    }
-}
-
-/// Where ferryd's files are, from flags, the environment and XDG (docs/ferryd.md, "Files").
-struct DaemonPaths {
-    var runtimeDirectory: URL
-    var dataDirectory: URL
-
-    init(runtimeDirectory: String?, dataDirectory: String?, environment: [String: String]) {
-        func nonEmpty(_ name: String) -> String? { environment[name].flatMap { $0.isEmpty ? nil : $0 } }
-        let runtime = runtimeDirectory ?? nonEmpty("FERRY_RUNTIME_DIR")
-            ?? nonEmpty("XDG_RUNTIME_DIR").map { $0 + "/ferry" } ?? "/tmp/ferry-\(getuid())"
-        let home = nonEmpty("HOME") ?? NSHomeDirectory()
-        let data = dataDirectory ?? nonEmpty("FERRY_DATA_DIR")
-            ?? (nonEmpty("XDG_DATA_HOME") ?? home + "/.local/share") + "/ferry"
-        self.runtimeDirectory = URL(fileURLWithPath: runtime, isDirectory: true)
-        self.dataDirectory = URL(fileURLWithPath: data, isDirectory: true)
-    }
-
-    var socketURL: URL { runtimeDirectory.appendingPathComponent("ferryd.sock") }
-    var lockURL: URL { runtimeDirectory.appendingPathComponent("ferryd.lock") }
-    var storeURL: URL { dataDirectory.appendingPathComponent("ferryd.sqlite") }
-
-    func createFolders() throws {
-        for folder in [runtimeDirectory, dataDirectory] {
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        }
     }
 }

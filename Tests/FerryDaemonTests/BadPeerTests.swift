@@ -24,9 +24,8 @@ struct BadPeerTests {
 
     @Test("bad frames and handshakes are refused with the reason, and the connection closes")
     func badFrames() async throws {
-        let ferryd = try FerrydProcess()
+        let ferryd = try await FerrydProcess.started()
         defer { ferryd.cleanUp() }
-        try await ferryd.start()
         let hello = Array(try MessageCoder().encode(ClientMessage.hello(Hello(clientName: "x", pid: 1))).readableBytesView)
         let futureHello = Array(#"{"type":"hello","protocolVersion":99,"clientName":"x","pid":1}"#.utf8)
         let cases: [(String, [UInt8], FerryProtocolError.Code)] = [
@@ -60,9 +59,8 @@ struct BadPeerTests {
 
     @Test("random bytes, 50 times, leave ferryd serving")
     func randomBytes() async throws {
-        let ferryd = try FerrydProcess()
+        let ferryd = try await FerrydProcess.started()
         defer { ferryd.cleanUp() }
-        try await ferryd.start()
         var generator = SystemRandomNumberGenerator()
         for round in 0..<50 {
             let client = try RawClient(socketPath: ferryd.socketPath)
@@ -80,9 +78,8 @@ struct BadPeerTests {
 
     @Test("a client that never reads is cut off once its unread replies pass the bound; others are served meanwhile")
     func neverReads() async throws {
-        let ferryd = try FerrydProcess()
+        let ferryd = try await FerrydProcess.started()
         defer { ferryd.cleanUp() }
-        try await ferryd.start()
         // 400 tasks with long URLs: each page of them is ~1 MiB of JSON.
         let setup = try await RawClient.connected(to: ferryd.socketPath, name: "setup")
         try await setup.request(.attach("big"))
@@ -110,9 +107,8 @@ struct BadPeerTests {
     func otherUser() async throws {
         #expect(getuid() == 0, "this test switches to the user nobody, which needs root (as in CI)")
         #expect(FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "the probe runs Debian's python3")
-        let ferryd = try FerrydProcess()
+        let ferryd = try await FerrydProcess.started()
         defer { ferryd.cleanUp() }
-        try await ferryd.start()
         let attributes = try FileManager.default.attributesOfItem(atPath: ferryd.runtimeDirectory.path)
         #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o700)
         let socket = try FileManager.default.attributesOfItem(atPath: ferryd.socketPath)

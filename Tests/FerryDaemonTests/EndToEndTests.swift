@@ -12,9 +12,8 @@ import Glibc
 struct EndToEndTests {
     @Test("attach, submit a download and an upload, events in order, acknowledge; reconnect gets unacknowledged events again")
     func submitEventsAcknowledge() async throws {
-        let ferryd = try FerrydProcess()
+        let ferryd = try await FerrydProcess.started()
         defer { ferryd.cleanUp() }
-        try await ferryd.start()
         let server = try await TestHTTPServer.start()
         let body = try makeFile(ferryd.root, "body.bin", count: 300_000, seed: 5)
 
@@ -61,13 +60,11 @@ struct EndToEndTests {
 
     @Test("a second owner is refused at once; a watcher sees progress but may not change the session; disconnect frees it")
     func ownersAndWatchers() async throws {
-        let ferryd = try FerrydProcess()
+        let ferryd = try await FerrydProcess.started()
         defer { ferryd.cleanUp() }
-        try await ferryd.start()
         let server = try await TestHTTPServer.start()
 
-        let owner = try await RawClient.connected(to: ferryd.socketPath, name: "app")
-        try await owner.request(.attach("s1"))
+        let owner = try await ferryd.owner(of: "s1")
         let rival = try await RawClient.connected(to: ferryd.socketPath, name: "extension")
         let started = ContinuousClock.now
         let refusal = await #expect(throws: FerryProtocolError.self) { try await rival.request(.attach("s1")) }
@@ -110,12 +107,10 @@ struct EndToEndTests {
 
     @Test("503 with Retry-After: 2 (real clock): the next request comes no sooner than 2 s later")
     func retryAfterRealClock() async throws {
-        let ferryd = try FerrydProcess()
+        let ferryd = try await FerrydProcess.started()
         defer { ferryd.cleanUp() }
-        try await ferryd.start()
         let server = try await TestHTTPServer.start()
-        let client = try await RawClient.connected(to: ferryd.socketPath, name: "app")
-        try await client.request(.attach("s"))
+        let client = try await ferryd.owner(of: "s")
         let task = try await client.submit(.download("s", server.baseURL + "/flaky/k?failures=1&status=503&retryAfter=2&then=/bytes/1000"))
         let events = try await client.events(untilFinished: [task.taskIdentifier])
         #expect(events.last?.kind == .completed)
@@ -206,9 +201,8 @@ struct EndToEndTests {
 struct SubmitTests {
     @Test("a submitted task survives kill -9 right after the reply; the same idempotency key returns it again")
     func durableAndIdempotent() async throws {
-        let ferryd = try FerrydProcess()
+        let ferryd = try await FerrydProcess.started()
         defer { ferryd.cleanUp() }
-        try await ferryd.start()
         var client = try await RawClient.connected(to: ferryd.socketPath, name: "app")
         try await client.request(.attach("s"))
         var submission = TaskSubmission.download("s", "http://127.0.0.1:9/later", key: "once")
@@ -228,11 +222,9 @@ struct SubmitTests {
 
     @Test("what ferryd refuses to store: a missing body file, a destination outside the container, resume data that is not Ferry's")
     func refusedSubmissions() async throws {
-        let ferryd = try FerrydProcess()
+        let ferryd = try await FerrydProcess.started()
         defer { ferryd.cleanUp() }
-        try await ferryd.start()
-        let client = try await RawClient.connected(to: ferryd.socketPath, name: "app")
-        try await client.request(.attach("s"))
+        let client = try await ferryd.owner(of: "s")
         var outside = TaskSubmission.download("s", "http://127.0.0.1:9/x")
         outside.destination = "/etc/ferry-owned.bin"
         var escaping = TaskSubmission.download("s", "http://127.0.0.1:9/x")
@@ -253,12 +245,10 @@ struct SubmitTests {
 
     @Test("a response body comes in data events of at most 256 KiB; more than 4 MiB fails the task")
     func dataEvents() async throws {
-        let ferryd = try FerrydProcess()
+        let ferryd = try await FerrydProcess.started()
         defer { ferryd.cleanUp() }
-        try await ferryd.start()
         let server = try await TestHTTPServer.start()
-        let client = try await RawClient.connected(to: ferryd.socketPath, name: "app")
-        try await client.request(.attach("s"))
+        let client = try await ferryd.owner(of: "s")
         let small = try await client.submit(TaskSubmission(
             sessionIdentifier: "s", kind: .data, request: TaskRequest(url: URL(string: server.baseURL + "/bytes/600000?seed=8")!)))
         let big = try await client.submit(TaskSubmission(

@@ -46,6 +46,25 @@ final class FerrydProcess: @unchecked Sendable {  // used by one test at a time
         return environment
     }
 
+    /// A new ferryd, started (call `cleanUp()` when done).
+    static func started() async throws -> FerrydProcess {
+        let ferryd = try FerrydProcess()
+        do {
+            try await ferryd.start()
+        } catch {
+            ferryd.cleanUp()
+            throw error
+        }
+        return ferryd
+    }
+
+    /// A client that owns `session`.
+    func owner(of session: String, name: String = "app") async throws -> RawClient {
+        let client = try await RawClient.connected(to: socketPath, name: name)
+        try await client.request(.attach(session))
+        return client
+    }
+
     /// Starts ferryd and waits (≤ 15 s) until its socket answers a hello.
     func start() async throws {
         let binary = try #require(Self.binary, "the ferryd binary was not built next to the tests")

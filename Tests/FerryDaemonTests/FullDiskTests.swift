@@ -15,8 +15,7 @@ struct FullDiskTests {
         ferryd.wrapper = ["/bin/sh", "-c", "ulimit -f 16384; exec \"$0\" \"$@\""]
         try await ferryd.start()
         let server = try await TestHTTPServer.start()
-        let client = try await RawClient.connected(to: ferryd.socketPath, name: "app")
-        try await client.request(.attach("s"))
+        let client = try await ferryd.owner(of: "s")
         let big = try await client.submit(.download("s", server.baseURL + "/bytes/33554432?seed=2"))
         let small = try await client.submit(.download("s", server.baseURL + "/bytes/100000?seed=3"))
         let events = try await client.events(untilFinished: [big.taskIdentifier, small.taskIdentifier])

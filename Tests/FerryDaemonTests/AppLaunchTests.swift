@@ -1,0 +1,131 @@
+import FerryApps
+import FerryProtocol
+import FerryTestSupport
+import Foundation
+import Testing
+
+/// The platform's share-extension story against a real ferryd with installed app manifests:
+/// an extension process submits an upload and exits; ferryd launches the containing app,
+/// which gets the completion with the server's response body, once.
+@Suite("App launch (real process, app manifests)", .serialized)
+struct AppLaunchTests {
+    /// A tiny protocol client in Python, so that the "app" and the "extension" are separate
+    /// programs that the manifests name (ferryd identifies them by `/proc/PID`).
+    static let clientLibrary = #"""
+        import json, os, socket, struct, sys
+        def connect():
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(os.environ["FERRY_RUNTIME_DIR"] + "/ferryd.sock")
+            return s
+        def send(s, message):
+            data = json.dumps(message).encode()
+            s.sendall(struct.pack(">I", len(data)) + data)
+        def receive(s):
+            head = b""
+            while len(head) < 4:
+                chunk = s.recv(4 - len(head))
+                if not chunk: raise EOFError()
+                head += chunk
+            n = struct.unpack(">I", head)[0]; body = b""
+            while len(body) < n:
+                chunk = s.recv(n - len(body))
+                if not chunk: raise EOFError()
+                body += chunk
+            return json.loads(body)
+        def hello(s, name):
+            send(s, {"type": "hello", "protocolVersion": 1, "clientName": name, "pid": os.getpid()})
+            assert receive(s)["type"] == "welcome"
+        def request(s, rid, req):
+            send(s, {"type": "request", "requestID": rid, "request": req})
+            while True:
+                m = receive(s)
+                if m.get("requestID") == rid: return m
+        """#
+
+    static let extensionScript = #"""
+        #!/usr/bin/python3
+        import sys; sys.path.insert(0, sys.argv[1])
+        from ferryclient import *
+        s = connect(); hello(s, "com.example.app.share")
+        a = request(s, 1, {"type": "attach", "sessionIdentifier": "com.example.app.bg", "sharedContainerIdentifier": "group.example", "owner": True})
+        assert a["type"] == "reply", a
+        r = request(s, 2, {"type": "submit", "sessionIdentifier": "com.example.app.bg", "kind": "upload", "priority": 0.5,
+                           "request": {"url": sys.argv[3], "method": "POST", "headers": [["Content-Type", "image/jpeg"]]},
+                           "bodyFile": sys.argv[2], "idempotencyKey": "share-001"})
+        assert r["type"] == "reply", r
+        """#
+
+    static let appScript = #"""
+        #!/usr/bin/python3
+        import sys, json; sys.path.insert(0, sys.argv[1])
+        from ferryclient import *
+        session, out = sys.argv[2], sys.argv[3]
+        s = connect(); hello(s, "com.example.app")
+        a = request(s, 1, {"type": "attach", "sessionIdentifier": session, "sharedContainerIdentifier": "group.example", "owner": True})
+        assert a["type"] == "reply", a
+        events = []
+        while True:
+            m = receive(s)
+            if m["type"] == "event": events.append(m)
+            if m["type"] == "eventsFinished": break
+        with open(out, "a") as f:
+            for e in events: f.write(json.dumps(e) + "\n")
+        request(s, 2, {"type": "acknowledge", "sessionIdentifier": session, "upToSequence": events[-1]["sequence"]})
+        """#
+
+    @Test("an extension uploads and exits; ferryd launches the containing app, which receives exactly one completion with the server's response")
+    func extensionThenApp() async throws {
+        let ferryd = try FerrydProcess()
+        defer { ferryd.cleanUp() }
+        let server = try await TestHTTPServer.start()
+        let folder = ferryd.root.appendingPathComponent("apps")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try Data(Self.clientLibrary.utf8).write(to: folder.appendingPathComponent("ferryclient.py"))
+        let extensionPath = folder.appendingPathComponent("share-extension.py").path
+        let appPath = folder.appendingPathComponent("app.py").path
+        let events = ferryd.root.appendingPathComponent("app-events.jsonl").path
+        for (path, text) in [(extensionPath, Self.extensionScript), (appPath, Self.appScript)] {
+            try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+            chmod(path, 0o755)
+        }
+        let paths = FerryPaths(dataDirectory: ferryd.dataDirectory, runtimeDirectory: ferryd.runtimeDirectory)
+        try AppRegistry(paths: paths).install(AppManifest(
+            bundleIdentifier: "com.example.app", name: "Example", executables: [appPath],
+            launch: [appPath, folder.path, "{session}", events], appGroups: ["group.example"],
+            extensions: [ExtensionManifest(bundleIdentifier: "com.example.app.share", name: "Share", executables: [extensionPath])]))
+        try await ferryd.start()
+
+        let container = paths.containerURL(forGroup: "group.example")
+        try FileManager.default.createDirectory(at: container, withIntermediateDirectories: true)
+        let photo = try makeFile(container, "photo.jpg", count: 2_000_000, seed: 11)
+
+        let share = Process()
+        share.executableURL = URL(fileURLWithPath: extensionPath)
+        share.arguments = [folder.path, photo.path, server.baseURL + "/upload"]
+        share.environment = ferryd.environment
+        try share.run()
+        share.waitUntilExit()
+        #expect(share.terminationStatus == 0)
+
+        let deadline = Date().addingTimeInterval(30)
+        var lines: [String] = []
+        while Date() < deadline {
+            lines = ((try? String(contentsOfFile: events, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+            if lines.contains(where: { $0.contains(#""completed""#) }) { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let decoded = try lines.map { try MessageCoder().decode(DaemonMessage.self, from: .init(string: $0)) }.compactMap(\.event)
+        #expect(decoded.map(\.kind.name) == ["response", "data", "completed"], "\(lines)\n\(ferryd.log.suffix(2000))")
+        if case .data(let body) = decoded.first(where: { $0.kind.name == "data" })?.kind {
+            let answer = try JSONSerialization.jsonObject(with: body) as? [String: Any]
+            #expect(answer?["sha256"] as? String == TestContent.sha256Hex(count: 2_000_000, seed: 11))
+        }
+        #expect(ferryd.log.contains("launching app for session events"))
+        #expect(server.requests.filter { $0.method == "POST" }.count == 1)
+        // Acknowledged: no second launch, no second completion.
+        try await Task.sleep(for: .milliseconds(500))
+        let after = ((try? String(contentsOfFile: events, encoding: .utf8)) ?? "").split(separator: "\n")
+        #expect(after.count == 3)
+        try await server.shutdown()
+    }
+}
