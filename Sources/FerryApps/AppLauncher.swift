@@ -149,7 +149,15 @@ public struct AppLauncher: Sendable {
             envp.forEach { free($0) }
         }
         var pid: pid_t = 0
-        let result = posix_spawn(&pid, program, &actions, &attributes, argv, envp)
+        var result = posix_spawn(&pid, program, &actions, &attributes, argv, envp)
+        // ETXTBSY: another thread's fork briefly holds the program open for writing (it was
+        // just installed or rebuilt). It passes; try a few times before giving up.
+        var attempts = 1
+        while result == ETXTBSY, attempts < 20 {
+            usleep(50_000)
+            attempts += 1
+            result = posix_spawn(&pid, program, &actions, &attributes, argv, envp)
+        }
         guard result == 0 else {
             throw AppLaunchError("cannot start \(program): \(String(cString: strerror(result)))")
         }

@@ -21,22 +21,30 @@ struct Sandbox {
 
     func url(_ name: String) -> URL { root.appendingPathComponent(name) }
 
-    /// A file with `mode`, its folders created.
+    /// A file with `mode`, its folders created. Written through an `O_CLOEXEC` descriptor:
+    /// a child spawned meanwhile by a parallel test must not keep it open for writing, or
+    /// exec'ing the file fails with "Text file busy".
     @discardableResult
     func write(_ text: String, to name: String, mode: Int = 0o755) throws -> String {
+        try write(Data(text.utf8), to: name, mode: mode)
+    }
+
+    @discardableResult
+    func write(_ data: Data, to name: String, mode: Int) throws -> String {
         let url = url(name)
         try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-        try Data(text.utf8).write(to: url)
-        chmod(url.path, mode_t(mode))
+        let descriptor = open(url.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode_t(mode))
+        try #require(descriptor >= 0, "open \(url.path): \(String(cString: strerror(errno)))")
+        defer { close(descriptor) }
+        let written = data.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
+        try #require(written == data.count)
+        fchmod(descriptor, mode_t(mode))
         return url.path
     }
 
     /// A copy of a real binary (`sleep`), so that `/proc/PID/exe` of what it runs is this path.
     func program(_ name: String) throws -> String {
-        let url = url(name)
-        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-        try FileManager.default.copyItem(atPath: "/usr/bin/sleep", toPath: url.path)
-        return url.path
+        try write(try Data(contentsOf: URL(fileURLWithPath: "/usr/bin/sleep")), to: name, mode: 0o755)
     }
 
     func remove() {
