@@ -70,9 +70,7 @@ extension FerryStore {
                 db,
                 sql: """
                     SELECT * FROM task
-                    WHERE state = 'waiting'
-                      AND (earliest_begin_date IS NULL OR earliest_begin_date <= :now)
-                      AND (next_attempt_at IS NULL OR next_attempt_at <= :now)
+                    WHERE state = 'waiting' AND runnable_at <= :now
                     ORDER BY priority DESC, created_at, rowid
                     LIMIT :limit
                     """,
@@ -87,8 +85,7 @@ extension FerryStore {
             try Double.fetchOne(
                 db,
                 sql: """
-                    SELECT MIN(MAX(COALESCE(earliest_begin_date, 0), COALESCE(next_attempt_at, 0)))
-                    FROM task WHERE state = 'waiting'
+                    SELECT MIN(runnable_at) FROM task WHERE state = 'waiting'
                     """)
         }
         return seconds.map { max(now, Date(timeIntervalSince1970: $0)) }
