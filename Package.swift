@@ -63,6 +63,7 @@ let package = Package(
             name: "FerryCLI",
             dependencies: [
                 "Ferry",
+                "FerryApps",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
