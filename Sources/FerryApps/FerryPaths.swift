@@ -78,9 +78,19 @@ public struct FerryPaths: Sendable, Equatable {
     public var logsDirectory: URL { dataDirectory.appendingPathComponent("logs", isDirectory: true) }
 
     /// The shared container of `group` (not created, not checked: see
-    /// ``AppRegistry/containerURL(forGroup:for:)`` for the member check).
+    /// ``AppRegistry/containerURL(forGroup:for:)`` for the member check). A valid group name
+    /// is the folder's name as it is; anything else cannot reach outside `groups/`
+    /// (`/` and NUL become `_`, so do leading dots), the same rule as the library's.
     public func containerURL(forGroup group: String) -> URL {
-        groupsDirectory.appendingPathComponent(group, isDirectory: true)
+        groupsDirectory.appendingPathComponent(Self.fileName(group), isDirectory: true)
+    }
+
+    /// One path component made of an identifier: `/`, NUL and leading dots cannot escape a
+    /// folder; at most 200 characters.
+    static func fileName(_ identifier: String) -> String {
+        var name = String(identifier.map { $0 == "/" || $0 == "\0" ? "_" : $0 })
+        while name.hasPrefix(".") { name = "_" + name.dropFirst() }
+        return name.isEmpty ? "_" : String(name.prefix(200))
     }
 
     /// Creates the runtime and data directories `0700` (their missing parents with the

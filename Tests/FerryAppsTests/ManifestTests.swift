@@ -141,3 +141,18 @@ struct ManifestTests {
         #expect("\(error)" == "extensions[0].point: unknown extension point \"today\" (known: share)")
     }
 }
+
+/// The example in docs/apps.md is a valid manifest (the docs cannot drift from the rules).
+struct DocumentedManifestTests {
+    @Test func theDocumentedExampleDecodes() throws {
+        let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../docs/apps.md")
+        let text = try String(contentsOf: docs, encoding: .utf8)
+        let start = try #require(text.range(of: "```json\n"))
+        let end = try #require(text.range(of: "\n```", range: start.upperBound..<text.endIndex))
+        let manifest = try AppManifest.decode(from: Data(text[start.upperBound..<end.lowerBound].utf8))
+        #expect(manifest.bundleIdentifier == "com.example.sharealike")
+        #expect(manifest.appGroups == ["group.com.example.sharealike"])
+        #expect(manifest.extensions.map(\.bundleIdentifier) == ["com.example.sharealike.share"])
+        #expect(manifest.extensions.first?.point == "share")
+    }
+}

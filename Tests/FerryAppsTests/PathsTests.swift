@@ -25,6 +25,14 @@ struct PathsTests {
         #expect(paths.containerURL(forGroup: "group.com.example.sharealike").path == "/srv/ferry-data/groups/group.com.example.sharealike")
     }
 
+    @Test func containerNamesCannotLeaveTheGroupsFolder() {
+        let paths = FerryPaths(dataDirectory: URL(fileURLWithPath: "/d"), runtimeDirectory: URL(fileURLWithPath: "/r"))
+        #expect(paths.containerURL(forGroup: "group.com.example.a").path == "/d/groups/group.com.example.a")
+        #expect(paths.containerURL(forGroup: "../../etc").path == "/d/groups/_._.._etc")
+        #expect(paths.containerURL(forGroup: "..").path == "/d/groups/_.")
+        #expect(paths.containerURL(forGroup: "").path == "/d/groups/_")
+    }
+
     @Test func thenXDG() throws {
         let paths = try FerryPaths(environment: [
             "FERRY_DATA_DIR": "", "XDG_DATA_HOME": "/home/me/.data", "XDG_RUNTIME_DIR": "/run/user/1000", "HOME": "/home/me",
