@@ -12,9 +12,10 @@ import Musl
 /// The program runs detached from ferryd: in its own session (`setsid`), standard input
 /// `/dev/null`, standard output and error appended to `<logsDirectory>/<bundle id>.log`
 /// (`0600`), every signal at its default disposition and unblocked, no descriptor of
-/// ferryd's open but 0, 1 and 2. Its environment is ferryd's plus
-/// `FERRY_BACKGROUND_SESSION=<session>`, `FERRY_DATA_DIR` and `FERRY_RUNTIME_DIR` (so it
-/// finds this ferryd even when ferryd was given its folders by flags). A thread waits for
+/// ferryd's open but 0, 1 and 2. Its environment is ferryd's (less systemd's `LISTEN_*`,
+/// `NOTIFY_SOCKET` and `WATCHDOG_*`) plus `FERRY_BACKGROUND_SESSION=<session>`,
+/// `FERRY_DATA_DIR` and `FERRY_RUNTIME_DIR` (so it finds this ferryd even when ferryd was
+/// given its folders by flags). A thread waits for
 /// it, so no zombie is left, and logs how it ended.
 ///
 /// ```swift
@@ -65,6 +66,10 @@ public struct AppLauncher: Sendable {
         Self.append("--- \(stamp) ferryd launches \(app.bundleIdentifier) for session \(session)\n", to: log)
 
         var environment = ProcessInfo.processInfo.environment
+        // systemd's socket-activation and notify variables are ferryd's, not the app's.
+        for name in ["LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES", "NOTIFY_SOCKET", "WATCHDOG_PID", "WATCHDOG_USEC"] {
+            environment[name] = nil
+        }
         environment["FERRY_BACKGROUND_SESSION"] = session
         environment["FERRY_DATA_DIR"] = paths.dataDirectory.path
         environment["FERRY_RUNTIME_DIR"] = paths.runtimeDirectory.path

@@ -18,6 +18,7 @@ import Glibc
           echo "session: $FERRY_BACKGROUND_SESSION"
           echo "data: $FERRY_DATA_DIR"
           echo "runtime: $FERRY_RUNTIME_DIR"
+          echo "systemd: [${LISTEN_FDS-unset}] [${NOTIFY_SOCKET-unset}]"
           echo "sid: $(cut -d' ' -f6 /proc/$$/stat) pid: $$"
           echo "stdin: $(readlink /proc/$$/fd/0)"
           echo "ignored: $(grep SigIgn /proc/$$/status | cut -f2)"
@@ -41,6 +42,13 @@ import Glibc
         // must not reach the app.
         let leaked = open(sandbox.url("leak-marker").path, O_WRONLY | O_CREAT, 0o600)
         defer { close(leaked) }
+        // As under systemd socket activation: these are ferryd's and must not reach the app.
+        setenv("LISTEN_FDS", "1", 1)
+        setenv("NOTIFY_SOCKET", "/run/systemd/notify", 1)
+        defer {
+            unsetenv("LISTEN_FDS")
+            unsetenv("NOTIFY_SOCKET")
+        }
 
         let (exits, exited) = AsyncStream.makeStream(of: AppLauncher.Termination.self)
         let launcher = AppLauncher(paths: sandbox.paths, logger: Logger(label: "test.launcher"))
@@ -57,6 +65,7 @@ import Glibc
         #expect(report.contains("session: com.example.launched.bg\n"))
         #expect(report.contains("data: \(sandbox.paths.dataDirectory.path)\n"))
         #expect(report.contains("runtime: \(sandbox.paths.runtimeDirectory.path)\n"))
+        #expect(report.contains("systemd: [unset] [unset]\n"), "set in this process: \(report)")
         #expect(report.contains("sid: \(pid) pid: \(pid)\n"), "its own session: \(report)")
         #expect(report.contains("stdin: /dev/null\n"))
         // Signals 1–31 at their defaults (32 and 33 are glibc's own, not ours to reset).
