@@ -111,6 +111,33 @@ struct RegistryTests {
         #expect(try sandbox.registry.list() == [first])
     }
 
+    @Test func racingInstallsOfOneProgramLetExactlyOneWin() throws {
+        let sandbox = try Sandbox()
+        defer { sandbox.remove() }
+        let program = try sandbox.program("opt/contested")
+        let registry = sandbox.registry
+        let outcomes = Outcomes()
+        DispatchQueue.concurrentPerform(iterations: 8) { index in
+            let manifest = AppManifest(bundleIdentifier: "com.example.racer\(index)", name: "Racer", executables: [program], launch: [program])
+            do {
+                try registry.install(manifest)
+                outcomes.record(succeeded: true)
+            } catch {
+                outcomes.record(succeeded: false)
+            }
+        }
+        #expect(outcomes.counts == (1, 7))
+        #expect(try registry.list().count == 1)
+    }
+
+    @Test func anEmptyRegistryListsNothing() throws {
+        let sandbox = try Sandbox()
+        defer { sandbox.remove() }
+        #expect(try sandbox.registry.list().isEmpty)
+        #expect(try sandbox.registry.damagedManifests().isEmpty)
+        #expect(try sandbox.registry.identify(executable: "/usr/bin/sleep") == .unregistered(executable: "/usr/bin/sleep"))
+    }
+
     @Test func damagedManifestFilesAreSkippedAndNamed() throws {
         let sandbox = try Sandbox()
         defer { sandbox.remove() }
@@ -165,4 +192,17 @@ struct RegistryTests {
         #expect(try sandbox.registry.identify(executable: nil) == .unregistered(executable: nil))
         #expect(PeerIdentity.unregistered(executable: nil).appGroups.isEmpty)
     }
+}
+
+/// Successes and failures counted from several threads.
+final class Outcomes: @unchecked Sendable {  // @unchecked: every access holds `lock`.
+    private let lock = NSLock()
+    private var succeeded = 0
+    private var failed = 0
+
+    func record(succeeded ok: Bool) {
+        lock.withLock { if ok { succeeded += 1 } else { failed += 1 } }
+    }
+
+    var counts: (Int, Int) { lock.withLock { (succeeded, failed) } }
 }
