@@ -109,6 +109,22 @@ import Glibc
         #expect(try sandbox.registry.identify(pid: reader.pid) == .unregistered(executable: "/usr/bin/tail"))
     }
 
+    @Test func anAppReplacedWhileRunningIsStillItself() async throws {
+        let sandbox = try Sandbox()
+        defer { sandbox.remove() }
+        let manifest = try shareAlike(in: sandbox)
+        try sandbox.registry.install(manifest)
+        let app = try Child(manifest.executables[0], ["30"])
+        defer { app.stop() }
+        #expect(try await eventually { executablePath(ofProcess: app.pid) == manifest.executables[0] })
+        // An update in place: the running program's file is unlinked and a new one put there.
+        try FileManager.default.removeItem(atPath: manifest.executables[0])
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(app.pid)/exe").hasSuffix(" (deleted)"))
+        #expect(executablePath(ofProcess: app.pid) == manifest.executables[0])
+        _ = try sandbox.program("opt/sharealike/bin/sharealike")
+        #expect(try sandbox.registry.identify(pid: app.pid) == .app(manifest))
+    }
+
     @Test func aGoneProcessHasNoExecutable() async throws {
         let child = try Child("/usr/bin/true", [])
         #expect(try await child.exitStatus() == 0)
