@@ -103,7 +103,9 @@ final class ConnectionHandler: ChannelInboundHandler, Sendable {
     let daemon: Daemon
     let stallTimeout: TimeAmount
     private let machine: NIOLockedValueBox<ConnectionStateMachine>
-    private let requests: AsyncStream<(UInt64, Request)>.Continuation
+    private let requests: AsyncStream<[(id: UInt64, request: Request)]>.Continuation
+    /// Requests decoded from one read, handed over together at `channelReadComplete`.
+    private let arrived = NIOLockedValueBox<[(id: UInt64, request: Request)]>([])
     private let stallTimer = NIOLockedValueBox<Scheduled<Void>?>(nil)
 
     init(connection: ClientConnection, daemon: Daemon, daemonVersion: String, stallTimeout: TimeAmount) {
@@ -111,14 +113,15 @@ final class ConnectionHandler: ChannelInboundHandler, Sendable {
         self.daemon = daemon
         self.stallTimeout = stallTimeout
         self.machine = NIOLockedValueBox(ConnectionStateMachine(daemonVersion: daemonVersion))
-        let (stream, continuation) = AsyncStream<(UInt64, Request)>.makeStream()
+        let (stream, continuation) = AsyncStream<[(id: UInt64, request: Request)]>.makeStream()
         self.requests = continuation
         // Requests of one connection are served in order: an acknowledge sent after an
-        // attach is handled after it.
+        // attach is handled after it. Those of one read come as a batch (submissions in it
+        // share a transaction).
         Task { [daemon, connection] in
             await daemon.connected(connection)
-            for await (id, request) in stream {
-                await daemon.handle(id: id, request, from: connection)
+            for await batch in stream {
+                await daemon.handle(batch: batch, from: connection)
             }
             await daemon.disconnected(connection)
         }
@@ -142,7 +145,7 @@ final class ConnectionHandler: ChannelInboundHandler, Sendable {
         case .reply(let message):
             connection.send(message)
         case .handle(let id, let request):
-            requests.yield((id, request))
+            arrived.withLockedValue { $0.append((id, request)) }
         case .close(let last):
             let reason: String
             switch last {
@@ -155,6 +158,19 @@ final class ConnectionHandler: ChannelInboundHandler, Sendable {
         }
     }
 
+    func channelReadComplete(context: ChannelHandlerContext) {
+        flushArrived()
+        context.fireChannelReadComplete()
+    }
+
+    private func flushArrived() {
+        let batch = arrived.withLockedValue { arrived -> [(id: UInt64, request: Request)] in
+            defer { arrived = [] }
+            return arrived
+        }
+        if !batch.isEmpty { requests.yield(batch) }
+    }
+
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         if let error = error as? FerryProtocolError {
             perform(machine.withLockedValue { $0.failed(error) })
@@ -164,6 +180,7 @@ final class ConnectionHandler: ChannelInboundHandler, Sendable {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        flushArrived()
         stallTimer.withLockedValue { $0?.cancel() }
         requests.finish()
         context.fireChannelInactive()

@@ -148,6 +148,24 @@ extension Daemon {
     // MARK: Submit
 
     private func submit(_ submission: TaskSubmission) async throws -> Submitted {
+        let task = try await prepare(submission)
+        return submitted(try await store.submit(task, now: clock.now))
+    }
+
+    /// The submitted task as the reply carries it; wakes the scheduler for a new one.
+    func submitted(_ result: SubmitResult) -> Submitted {
+        if result.isNew {
+            logger.info("task submitted", metadata: [
+                "session": "\(result.task.sessionIdentifier)", "task": "\(result.task.taskIdentifier)", "kind": "\(result.task.kind)",
+            ])
+            wakeup.signal()
+        }
+        return Submitted(task: info(result.task), existing: !result.isNew)
+    }
+
+    /// Checks a submission against what only ferryd knows (the session, its container, the
+    /// body file, resume data) and makes the record to store.
+    func prepare(_ submission: TaskSubmission) async throws -> NewTask {
         guard let session = try await store.session(submission.sessionIdentifier) else {
             throw unknownSession(submission.sessionIdentifier)
         }
@@ -178,12 +196,7 @@ extension Daemon {
             task.resumeValidator = token.validator
             task.resumeOffset = token.bytesReceived
         }
-        let result = try await store.submit(task, now: clock.now)
-        if result.isNew {
-            logger.info("task submitted", metadata: ["session": "\(session.identifier)", "task": "\(result.task.taskIdentifier)", "kind": "\(task.kind)"])
-            wakeup.signal()
-        }
-        return Submitted(task: info(result.task), existing: !result.isNew)
+        return task
     }
 
     func containerURL(of session: SessionRecord) -> URL {

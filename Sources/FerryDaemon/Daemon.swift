@@ -141,6 +141,55 @@ public actor Daemon {
 
     // MARK: Requests
 
+    /// Serves the requests that arrived together on one connection, in order; a run of
+    /// submissions is stored in one transaction (one disk sync), each still answered on its own.
+    func handle(batch: [(id: UInt64, request: FerryProtocol.Request)], from connection: ClientConnection) async {
+        var index = 0
+        while index < batch.count {
+            var run: [(id: UInt64, submission: TaskSubmission)] = []
+            while index < batch.count, case .submit(let submission) = batch[index].request {
+                run.append((batch[index].id, submission))
+                index += 1
+            }
+            if run.count > 1 {
+                await handleSubmissions(run, from: connection)
+            } else if let single = run.first {
+                await handle(id: single.id, .submit(single.submission), from: connection)
+            } else {
+                await handle(id: batch[index].id, batch[index].request, from: connection)
+                index += 1
+            }
+        }
+    }
+
+    private func handleSubmissions(_ run: [(id: UInt64, submission: TaskSubmission)], from connection: ClientConnection) async {
+        var prepared: [(id: UInt64, task: NewTask)] = []
+        for (id, submission) in run {
+            do {
+                let request = FerryProtocol.Request.submit(submission)
+                try request.validate()
+                guard owners[submission.sessionIdentifier] == connection.id else {
+                    throw FerryProtocolError(.notOwner, "this connection does not own session \(submission.sessionIdentifier): attach with owner: true first")
+                }
+                prepared.append((id, try await prepare(submission)))
+            } catch {
+                connection.send(.failure(id: id, Self.protocolError(error)))
+            }
+        }
+        guard !prepared.isEmpty else { return }
+        do {
+            let results = try await store.submit(all: prepared.map(\.task), now: clock.now)
+            for ((id, _), result) in zip(prepared, results) {
+                switch result {
+                case .success(let stored): connection.send(.reply(id: id, .submitted(submitted(stored))))
+                case .failure(let error): connection.send(.failure(id: id, Self.protocolError(error)))
+                }
+            }
+        } catch {
+            for (id, _) in prepared { connection.send(.failure(id: id, Self.protocolError(error))) }
+        }
+    }
+
     /// Serves one request and answers it (`reply` or `failure`) on the connection.
     func handle(id: UInt64, _ request: FerryProtocol.Request, from connection: ClientConnection) async {
         var logger = connection.logger

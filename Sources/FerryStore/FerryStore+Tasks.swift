@@ -14,33 +14,63 @@ extension FerryStore {
     public func submit(_ task: NewTask, now: Date = Date()) async throws -> SubmitResult {
         let path = self.path
         return try await write("submit a task to \(task.sessionIdentifier)") { db in
-            if let key = task.idempotencyKey,
-                let existing = try TaskRecord.fetchOne(
-                    db, sql: "SELECT * FROM task WHERE session_identifier = ? AND idempotency_key = ?",
-                    arguments: [task.sessionIdentifier, key])
-            {
-                return SubmitResult(task: existing, isNew: false)
-            }
-            guard task.initialState == .waiting || task.initialState == .suspended else {
-                throw FerryStoreError(.invalidTask, "a new task starts waiting or suspended, not \(task.initialState)", path: path)
-            }
-            let identifier: Int
-            if let reserved = task.taskIdentifier {
-                let last = try Int.fetchOne(
-                    db, sql: "SELECT last_task_identifier FROM session WHERE identifier = ?", arguments: [task.sessionIdentifier])
-                guard let last else { throw FerryStoreError.unknownSession(task.sessionIdentifier, path: path) }
-                guard reserved >= 1, reserved <= last else {
-                    throw FerryStoreError(
-                        .invalidTask, "task identifier \(reserved) was not reserved with nextTaskIdentifier(in:)", path: path)
-                }
-                identifier = reserved
-            } else {
-                identifier = try Self.reserveTaskIdentifier(db, session: task.sessionIdentifier, path: path)
-            }
-            let record = task.record(identifier: identifier, now: now)
-            try Stored(record).insert(db)
-            return SubmitResult(task: record, isNew: true)
+            try Self.insert(task, db, now: now, path: path)
         }
+    }
+
+    /// Stores several tasks in **one** transaction (one disk sync for all: a client that
+    /// sends many submissions at once is not held to one sync each), each in its own
+    /// savepoint: a task the schema refuses fails alone and the others are stored. Results
+    /// come in the order of `tasks`; an idempotency key used earlier in the same batch
+    /// returns that task.
+    public func submit(all tasks: [NewTask], now: Date = Date()) async throws -> [Result<SubmitResult, FerryStoreError>] {
+        let path = self.path
+        return try await write("submit \(tasks.count) tasks") { db in
+            var results: [Result<SubmitResult, FerryStoreError>] = []
+            for task in tasks {
+                var result: Result<SubmitResult, FerryStoreError>?
+                try db.inSavepoint {
+                    do {
+                        result = .success(try Self.insert(task, db, now: now, path: path))
+                        return .commit
+                    } catch {
+                        result = .failure(FerryStoreError.wrapping(error, path: path, while: "submit a task to \(task.sessionIdentifier)"))
+                        return .rollback
+                    }
+                }
+                results.append(result!)
+            }
+            return results
+        }
+    }
+
+    static func insert(_ task: NewTask, _ db: Database, now: Date, path: String) throws -> SubmitResult {
+        if let key = task.idempotencyKey,
+            let existing = try TaskRecord.fetchOne(
+                db, sql: "SELECT * FROM task WHERE session_identifier = ? AND idempotency_key = ?",
+                arguments: [task.sessionIdentifier, key])
+        {
+            return SubmitResult(task: existing, isNew: false)
+        }
+        guard task.initialState == .waiting || task.initialState == .suspended else {
+            throw FerryStoreError(.invalidTask, "a new task starts waiting or suspended, not \(task.initialState)", path: path)
+        }
+        let identifier: Int
+        if let reserved = task.taskIdentifier {
+            let last = try Int.fetchOne(
+                db, sql: "SELECT last_task_identifier FROM session WHERE identifier = ?", arguments: [task.sessionIdentifier])
+            guard let last else { throw FerryStoreError.unknownSession(task.sessionIdentifier, path: path) }
+            guard reserved >= 1, reserved <= last else {
+                throw FerryStoreError(
+                    .invalidTask, "task identifier \(reserved) was not reserved with nextTaskIdentifier(in:)", path: path)
+            }
+            identifier = reserved
+        } else {
+            identifier = try Self.reserveTaskIdentifier(db, session: task.sessionIdentifier, path: path)
+        }
+        let record = task.record(identifier: identifier, now: now)
+        try Stored(record).insert(db)
+        return SubmitResult(task: record, isNew: true)
     }
 
     /// The task, if the session has one with this identifier.

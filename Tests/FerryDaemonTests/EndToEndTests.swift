@@ -261,4 +261,43 @@ struct SubmitTests {
         #expect(failure.code == "dataLengthExceedsMaximum")
         try await server.shutdown()
     }
+
+    @Test("50 submissions sent in one write are stored together, answered each, in order")
+    func pipelinedSubmissions() async throws {
+        let ferryd = try await FerrydProcess.started()
+        defer { ferryd.cleanUp() }
+        let client = try await ferryd.owner(of: "s")
+        var bytes: [UInt8] = []
+        for i in 1...50 {
+            var submission = TaskSubmission.download("s", "http://127.0.0.1:9/f\(i)", key: i == 50 ? "k1" : "k\(i)")
+            submission.earliestBeginDate = Date().addingTimeInterval(86_400)
+            if i == 25 { submission.taskIdentifier = 1_000 }  // never reserved: refused alone
+            let frame = try FrameEncoder.frame(try MessageCoder().encode(ClientMessage.request(id: UInt64(100 + i), .submit(submission))))
+            bytes += Array(frame.readableBytesView)
+        }
+        try await client.sendBytes(bytes)
+        var answers: [UInt64: DaemonMessage] = [:]
+        while answers.count < 50 {
+            let message = try await client.next()
+            switch message {
+            case .reply(let id, _), .failure(let id, _): answers[id] = message
+            default: break
+            }
+        }
+        var identifiers: [Int] = []
+        for i in 1...50 {
+            switch answers[UInt64(100 + i)] {
+            case .reply(_, .submitted(let submitted))?:
+                identifiers.append(submitted.task.taskIdentifier)
+                #expect(submitted.existing == (i == 50))
+            case .failure(_, let error)?:
+                #expect(i == 25 && error.code == .badRequest, "\(i): \(error)")
+            default:
+                Issue.record("no answer for \(i)")
+            }
+        }
+        #expect(identifiers == Array(1...48) + [1])
+        guard case .tasks(let page) = try await client.request(.listTasks(ListTasks(sessionIdentifier: "s"))) else { throw TestFailure("no list") }
+        #expect(page.tasks.count == 48)
+    }
 }

@@ -29,15 +29,14 @@ struct KillRecoveryTests {
         try await client.request(.attach("s1"))
         var kindOf: [Int: TaskKind] = [:]
         var nameOf: [Int: Int] = [:]
+        // Interleaved, so downloads and uploads run (and are killed) side by side.
         for i in 0..<10 {
-            let task = try await client.submit(.download("s1", nginx.baseURL + "/d\(i).bin"))
-            kindOf[task.taskIdentifier] = .download
-            nameOf[task.taskIdentifier] = i
-        }
-        for i in 0..<10 {
-            let task = try await client.submit(.upload("s1", uploads.baseURL + "/upload/u\(i)", file: bodies[i], method: "PUT"))
-            kindOf[task.taskIdentifier] = .upload
-            nameOf[task.taskIdentifier] = i
+            let download = try await client.submit(.download("s1", nginx.baseURL + "/d\(i).bin"))
+            kindOf[download.taskIdentifier] = .download
+            nameOf[download.taskIdentifier] = i
+            let upload = try await client.submit(.upload("s1", uploads.baseURL + "/upload/u\(i)", file: bodies[i], method: "PUT"))
+            kindOf[upload.taskIdentifier] = .upload
+            nameOf[upload.taskIdentifier] = i
         }
 
         // Every distinct event by sequence; a reconnect delivers unacknowledged ones again.
@@ -86,8 +85,9 @@ struct KillRecoveryTests {
             }
         }
 
-        // Resumed, not restarted: ranged GETs with If-Range, PATCHes from an offset above 0,
-        // and far fewer bytes sent than a restart after every kill would need.
+        // Resumed, not restarted: ranged GETs with If-Range, PATCHes from an offset above 0;
+        // a file is fetched from byte 0 again only when a kill came before its validator was
+        // stored (at most once per kill).
         let log = nginx.accessLog()
         let ranged = log.filter { $0.contains(" 206 ") }
         let full = log.filter { $0.hasPrefix("GET /d") && $0.contains(" 200 ") }
@@ -97,9 +97,10 @@ struct KillRecoveryTests {
         print("kill -9 ×\(kills): nginx \(full.count) full + \(ranged.count) ranged GETs, \(served >> 20) MiB served for \(10 * Self.downloadSize >> 20) MiB; uploads: \(resumedPatches.count) resumed PATCHes, \(uploadedBytes >> 20) MiB received for \(10 * Self.uploadSize >> 20) MiB")
         #expect(kills >= 3)
         #expect(full.count <= 10 + kills, "a file was fetched from the start again and again:\n\(full.joined(separator: "\n"))")
-        #expect(ranged.count + resumedPatches.count >= 1)
+        #expect(ranged.count >= 1 && resumedPatches.count >= 1)
         #expect(ranged.allSatisfy { $0.contains("\"bytes=") })
-        #expect(served < Int64(10 * Self.downloadSize) * 3 / 2)
+        // nginx counts what it wrote to the socket, kernel buffers a kill threw away included,
+        // so bytes served are reported, not bounded; restarts from zero are bounded above.
         // A PUT whose server finished it just before a kill is sent again (it is idempotent;
         // a POST would fail instead): at most one whole upload again per kill.
         #expect(uploadedBytes <= 10 * Self.uploadSize + kills * Self.uploadSize)

@@ -74,3 +74,21 @@ struct SchedulingStateTests {
         }
     }
 }
+
+@Suite("Submitting many in one transaction")
+struct BatchSubmitTests {
+    @Test("each task in its own savepoint: a refused one fails alone, a key repeated in the batch returns the first")
+    func batch() async throws {
+        try await withStore { (store, _) async throws in
+            var unreserved = download("bad")
+            unreserved.taskIdentifier = 99
+            let results = try await store.submit(all: [download("a", key: "k"), unreserved, download("b"), download("c", key: "k")], now: t0)
+            let ids = results.map { (try? $0.get())?.task.taskIdentifier }
+            #expect(ids == [1, nil, 2, 1])
+            #expect(results.map { (try? $0.get())?.isNew } == [true, nil, true, false])
+            if case .failure(let error) = results[1] { #expect(error.code == .invalidTask) } else { Issue.record("not refused") }
+            #expect(try await store.tasks(in: "s").map(\.taskDescription) == ["a", "b"])
+            #expect(try await store.nextTaskIdentifier(in: "s") == 3)
+        }
+    }
+}
