@@ -12,7 +12,7 @@ import Musl
 /// The program runs detached from ferryd: in its own session (`setsid`), standard input
 /// `/dev/null`, standard output and error appended to `<logsDirectory>/<bundle id>.log`
 /// (`0600`), every signal at its default disposition and unblocked, no descriptor of
-/// ferryd's open but 0, 1 and 2. Its environment is ferryd's (less systemd's `LISTEN_*`,
+/// ferryd's open but 0, 1 and 2, in the user's home folder (`$HOME`, else `/`). Its environment is ferryd's (less systemd's `LISTEN_*`,
 /// `NOTIFY_SOCKET` and `WATCHDOG_*`) plus `FERRY_BACKGROUND_SESSION=<session>`,
 /// `FERRY_DATA_DIR` and `FERRY_RUNTIME_DIR` (so it finds this ferryd even when ferryd was
 /// given its folders by flags). A thread waits for
@@ -74,9 +74,11 @@ public struct AppLauncher: Sendable {
         environment["FERRY_DATA_DIR"] = paths.dataDirectory.path
         environment["FERRY_RUNTIME_DIR"] = paths.runtimeDirectory.path
 
+        // ferryd's own folder is wherever the client that started it was: not the app's.
+        let home = environment["HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "/"
         let pid: pid_t
         do {
-            pid = try Self.spawn(program: program, arguments: arguments, environment: environment, output: log)
+            pid = try Self.spawn(program: program, arguments: arguments, environment: environment, directory: home, output: log)
         } catch {
             Self.append("--- cannot start \(program): \(error)\n", to: log)
             logger.warning("cannot launch the app", metadata: ["error": "\(error)"])
@@ -124,10 +126,11 @@ public struct AppLauncher: Sendable {
 
     /// `posix_spawn` with a new session, default signals, stdin `/dev/null`, stdout and
     /// stderr to `output`, and every other descriptor closed.
-    static func spawn(program: String, arguments: [String], environment: [String: String], output: Int32) throws -> pid_t {
+    static func spawn(program: String, arguments: [String], environment: [String: String], directory: String, output: Int32) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
+        changeDirectory(&actions, to: directory)
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_adddup2(&actions, output, 1)
         posix_spawn_file_actions_adddup2(&actions, output, 2)
@@ -177,6 +180,15 @@ public struct AppLauncher: Sendable {
         guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else { return }
         let addCloseFrom = unsafeBitCast(symbol, to: AddCloseFrom.self)
         _ = addCloseFrom(&actions, 3)
+    }
+
+    /// `posix_spawn_file_actions_addchdir_np(3)` (glibc ≥ 2.29, hidden from Swift), looked up
+    /// at run time; without it the app starts in ferryd's folder.
+    static func changeDirectory(_ actions: inout posix_spawn_file_actions_t, to directory: String) {
+        typealias AddChangeDirectory = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addchdir_np") else { return }
+        let addChangeDirectory = unsafeBitCast(symbol, to: AddChangeDirectory.self)
+        _ = addChangeDirectory(&actions, directory)
     }
 
     static func append(_ text: String, to descriptor: Int32) {

@@ -21,6 +21,7 @@ import Glibc
           echo "systemd: [${LISTEN_FDS-unset}] [${NOTIFY_SOCKET-unset}]"
           echo "sid: $(cut -d' ' -f6 /proc/$$/stat) pid: $$"
           echo "stdin: $(readlink /proc/$$/fd/0)"
+          echo "directory: $(pwd) home: $HOME"
           echo "ignored: $(grep SigIgn /proc/$$/status | cut -f2)"
           echo "blocked: $(grep SigBlk /proc/$$/status | cut -f2)"
           echo "fds: $(for f in /proc/$$/fd/*; do readlink "$f"; done | tr '\\n' ' ')"
@@ -68,6 +69,8 @@ import Glibc
         #expect(report.contains("systemd: [unset] [unset]\n"), "set in this process: \(report)")
         #expect(report.contains("sid: \(pid) pid: \(pid)\n"), "its own session: \(report)")
         #expect(report.contains("stdin: /dev/null\n"))
+        let home = ProcessInfo.processInfo.environment["HOME"] ?? "/"
+        #expect(report.contains("directory: \(home) home: \(home)\n"), "\(report)")
         // Signals 1–31 at their defaults (32 and 33 are glibc's own, not ours to reset).
         let ignored = report.split(separator: "\n").first { $0.hasPrefix("ignored: ") }.flatMap { UInt64($0.dropFirst(9), radix: 16) }
         #expect(ignored.map { $0 & 0x7fff_ffff } == 0, "\(report)")
