@@ -56,7 +56,7 @@ public struct AppLauncher: Sendable {
         logger[metadataKey: "app"] = "\(app.bundleIdentifier)"
         logger[metadataKey: "session"] = "\(session)"
 
-        let logURL = try openLogFolder().appendingPathComponent(app.bundleIdentifier + ".log")
+        let logURL = try openLogFolder().appendingPathComponent(FerryPaths.fileName(app.bundleIdentifier) + ".log")
         let log = open(logURL.path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
         guard log >= 0 else {
             throw AppLaunchError("cannot open the launch log \(logURL.path): \(String(cString: strerror(errno)))")
