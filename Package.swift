@@ -53,6 +53,9 @@ let package = Package(
             name: "Ferry",
             dependencies: [
                 "FerryEngine",
+                "FerryProtocol",
+                "FerryDaemonClient",
+                "FerryApps",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
@@ -64,6 +67,9 @@ let package = Package(
             dependencies: [
                 "Ferry",
                 "FerryApps",
+                "FerryProtocol",
+                "FerryDaemonClient",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
@@ -83,6 +89,7 @@ let package = Package(
             name: "FerryDaemonClient",
             dependencies: [
                 "FerryProtocol",
+                "FerryApps",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -198,7 +205,8 @@ let package = Package(
         ),
         .testTarget(
             name: "FerryTests",
-            dependencies: ["Ferry", "FerryTestSupport"],
+            // FerryDaemonApp: so that `swift test` builds the `ferryd` the background tests run.
+            dependencies: ["Ferry", "FerryTestSupport", "FerryDaemonApp"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

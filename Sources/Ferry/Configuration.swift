@@ -10,8 +10,19 @@ public import Foundation
 /// let session = Session(configuration: configuration, delegate: nil)
 /// ```
 public struct Configuration: Sendable {
-    enum Kind: Sendable, Hashable { case `default`, ephemeral }
+    enum Kind: Sendable, Hashable { case `default`, ephemeral, background }
     let kind: Kind
+
+    /// The background session's identifier; nil for `.default` and `.ephemeral`.
+    public private(set) var identifier: String?
+    /// The app group whose shared container holds the session's files (upload bodies made
+    /// from `Data`, finished downloads). An app and its share extension set the same group
+    /// and the same ``identifier`` to share the session. nil: a directory of the session's own.
+    public var sharedContainerIdentifier: String?
+    /// Background sessions: the environment Ferry's folders and ferryd come from
+    /// (`FERRY_DATA_DIR`, `FERRY_RUNTIME_DIR`, `XDG_*`, `FERRYD_PATH`); nil, the process's own.
+    /// A ferryd the session starts gets it too. Tests give each ferryd its own folders this way.
+    public var ferryEnvironment: [String: String]?
 
     /// Headers added to every request (a request's own header of the same name wins).
     public var httpAdditionalHeaders: HeaderFields = [:]
@@ -45,6 +56,32 @@ public struct Configuration: Sendable {
     /// Like `.default`, and promises never to add persistent state later: no caches, no
     /// cookies, no credentials saved.
     public static var ephemeral: Configuration { Configuration(kind: .ephemeral) }
+
+    /// A session whose tasks are carried by ferryd: they go on after this process exits,
+    /// crashes or the machine restarts, and ferryd starts the containing app to deliver their
+    /// results when nobody is connected.
+    ///
+    /// ```swift
+    /// var configuration = Configuration.background(identifier: "com.example.sharealike.bg")
+    /// configuration.sharedContainerIdentifier = "group.com.example.sharealike"
+    /// let session = try Session.background(configuration, delegate: delegate)
+    /// let task = session.uploadTask(with: request, fromFile: photo)
+    /// task.resume()   // on disk in ferryd's store when this returns
+    /// ```
+    ///
+    /// Only one process at a time is connected to a background session; another one gets
+    /// ``FerryError/Code/backgroundSessionInUseByAnotherProcess``. Retries are ferryd's:
+    /// lost connections and `429`/`503` with `Retry-After` are retried with backoff until
+    /// ``timeoutIntervalForResource``.
+    public static func background(identifier: String) -> Configuration {
+        var configuration = Configuration(kind: .background)
+        configuration.identifier = identifier
+        configuration.retryPolicy = .standard
+        return configuration
+    }
+
+    /// Whether tasks run in ferryd rather than in this process.
+    public var isBackground: Bool { kind == .background }
 
     var engineConfiguration: EngineConfiguration {
         var engine = EngineConfiguration()

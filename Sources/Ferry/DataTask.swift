@@ -28,6 +28,10 @@ public class DataTask: SessionTask, @unchecked Sendable {
     }
 
     override func dataArrived(_ data: Data) async {
+        // In a background session the body comes in events, not in a transfer result.
+        if session.background != nil, completionHandler != nil {
+            collected.withLockedValue { $0 = ($0 ?? Data()) + data }
+        }
         await chunkSink?(data)
     }
 

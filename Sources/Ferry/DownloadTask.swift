@@ -24,6 +24,10 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
     private let handsFileToCaller: Bool
     /// A resume-data blob that did not decode: the task fails with this when resumed.
     private let resumeDataError: FerryError?
+    /// Where the finished file is (ferryd's place for background downloads).
+    private let finishedLocation = NIOLockedValueBox<URL?>(nil)
+    /// ferryd's own resume data, passed back to it untouched.
+    let backgroundResumeData: Data?
 
     struct Resume {
         var validator: String?
@@ -32,8 +36,10 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
 
     init(
         session: Session, identifier: Int, request: Request, partialFile: URL, validator: String?,
-        resumeDataError: FerryError? = nil, handsFileToCaller: Bool = false, completionHandler: CompletionHandler? = nil
+        resumeDataError: FerryError? = nil, handsFileToCaller: Bool = false, completionHandler: CompletionHandler? = nil,
+        backgroundResumeData: Data? = nil
     ) {
+        self.backgroundResumeData = backgroundResumeData
         self.partialFile = partialFile
         self.completionHandler = completionHandler
         self.handsFileToCaller = handsFileToCaller
@@ -57,24 +63,35 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
     }
 
     override func didFinishTransfer(_ result: TransferResult) async {
-        emit(.finishedDownloading(to: partialFile))
+        await handOver(partialFile)
+    }
+
+    /// The finished file is the delegate's while its callback runs.
+    func handOver(_ location: URL) async {
+        finishedLocation.withLockedValue { $0 = location }
+        emit(.finishedDownloading(to: location))
         if let delegate = session.delegate {
             let session = self.session
-            let location = partialFile
             await session.delegateQueue.ask {
                 await delegate.session(session, downloadTask: self, didFinishDownloadingTo: location)
             }
         }
     }
 
+    /// Resume data from ferryd to continue from, for a background session's
+    /// `downloadTask(withResumeData:)`.
+    var daemonResumeData: Data? { backgroundResumeData }
+
     override func completionCallback(_ error: FerryError?) async {
+        // ferryd may have put the file elsewhere than `partialFile`; it said where.
+        let file = finishedLocation.withLockedValue { $0 } ?? partialFile
         if let completionHandler {
-            await completionHandler(error == nil ? partialFile : nil, response, error)
+            await completionHandler(error == nil ? file : nil, response, error)
         }
         // The file is the app's only during the callbacks (unless the async API took it,
         // or it is kept for resume data).
         let keep = (error == nil && handsFileToCaller) || error?.resumeData != nil
-        if !keep { try? FileManager.default.removeItem(at: partialFile) }
+        if !keep { try? FileManager.default.removeItem(at: file) }
     }
 
     override func errorForFailure(_ error: FerryError) -> FerryError {

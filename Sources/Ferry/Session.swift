@@ -19,6 +19,8 @@ public final class Session: Sendable {
     public let configuration: Configuration
     public let delegate: (any SessionDelegate)?
     let engine: TransferEngine
+    /// Background sessions: the tie to ferryd, which runs their tasks.
+    let background: BackgroundLink?
     let delegateQueue = DelegateQueue()
     let logger: Logger
     /// Set on `finishTasksAndInvalidate`, `invalidateAndCancel`.
@@ -31,6 +33,7 @@ public final class Session: Sendable {
         var nextIdentifier = 1
         var tasks: [Int: SessionTask] = [:]
         var invalidating = false
+        var invalidated = false
         var description: String?
     }
     private let state = NIOLockedValueBox(State())
@@ -47,6 +50,13 @@ public final class Session: Sendable {
             var fallback = configuration.engineConfiguration
             fallback.additionalTrustedCertificateFiles = []
             engine = try! TransferEngine(configuration: fallback, logger: logger)
+        }
+        if configuration.isBackground {
+            let link = BackgroundLink(configuration: configuration, logger: logger)
+            background = link
+            connectBackground(link)
+        } else {
+            background = nil
         }
     }
 
@@ -105,8 +115,11 @@ public final class Session: Sendable {
             // The partial file may be gone (cleaned temp dir): then start over, not fail.
             let validator = FileManager.default.fileExists(atPath: file.path) ? decoded.validator : nil
             if validator == nil { logger.notice("partial download file is gone; starting over", metadata: ["file": "\(file.path)"]) }
+            // A background session hands the blob to ferryd as it is (one format for both).
+            let forDaemon = background != nil ? resumeData : nil
             return register {
-                DownloadTask(session: self, identifier: $0, request: decoded.request, partialFile: file, validator: validator, handsFileToCaller: handsFileToCaller)
+                DownloadTask(session: self, identifier: $0, request: decoded.request, partialFile: file, validator: validator,
+                             handsFileToCaller: handsFileToCaller, backgroundResumeData: forDaemon)
             }
         } catch {
             let failure = FerryError.from(error, url: URL(fileURLWithPath: "/"))
@@ -126,6 +139,13 @@ public final class Session: Sendable {
 
     /// Lets running tasks finish, refuses new ones, then tells the delegate and closes the pool.
     public func finishTasksAndInvalidate() {
+        if let background {
+            // The tasks go on in ferryd; their events wait for the next process (or launch the app).
+            state.withLockedValue { $0.invalidating = true }
+            background.invalidate(cancelTasks: false)
+            becomeInvalid()
+            return
+        }
         let idle = state.withLockedValue { s -> Bool in
             s.invalidating = true
             return s.tasks.isEmpty
@@ -135,6 +155,12 @@ public final class Session: Sendable {
 
     /// Cancels every task, then invalidates.
     public func invalidateAndCancel() {
+        if let background {
+            state.withLockedValue { $0.invalidating = true }
+            background.invalidate(cancelTasks: true)
+            becomeInvalid()
+            return
+        }
         let tasks = state.withLockedValue { s -> [SessionTask] in
             s.invalidating = true
             return Array(s.tasks.values)
@@ -146,16 +172,37 @@ public final class Session: Sendable {
     // MARK: Internals
 
     func register<T: SessionTask>(_ make: (Int) -> T) -> T {
+        // A background task's identifier is ferryd's, so a relaunched process finds it again.
+        var reserved: Int?
+        var reservationFailure: FerryError?
+        if let background, !state.withLockedValue({ $0.invalidating }) {
+            do { reserved = try background.reserveTaskIdentifier() } catch { reservationFailure = error }
+        }
         let (task, refused) = state.withLockedValue { s -> (T, Bool) in
-            let task = make(s.nextIdentifier)
-            s.nextIdentifier += 1
+            let task = make(reserved ?? s.nextIdentifier)
+            s.nextIdentifier = max(s.nextIdentifier, task.taskIdentifier) + 1
             if !s.invalidating { s.tasks[task.taskIdentifier] = task }
             return (task, s.invalidating)
         }
         if refused {
             task.finish(error: FerryError(.cancelled, "the session was invalidated; create a new one", url: task.originalRequest.url), generation: nil)
+        } else if let reservationFailure {
+            task.failOnResume(reservationFailure)
         }
         return task
+    }
+
+    /// Adds a task made elsewhere (one ferryd already has) under its own identifier.
+    func adopt(_ task: SessionTask) {
+        state.withLockedValue { s in
+            s.tasks[task.taskIdentifier] = task
+            s.nextIdentifier = max(s.nextIdentifier, task.taskIdentifier + 1)
+        }
+    }
+
+    /// The task with this identifier, if this process has it.
+    func backgroundTask(_ identifier: Int) -> SessionTask? {
+        state.withLockedValue { $0.tasks[identifier] }
     }
 
     func taskDidComplete(_ task: SessionTask) {
@@ -167,8 +214,10 @@ public final class Session: Sendable {
     }
 
     private func becomeInvalid() {
+        guard state.withLockedValue({ s in defer { s.invalidated = true }; return !s.invalidated }) else { return }
         let engine = self.engine
         delegateQueue.enqueue { [self] in
+            await background?.disconnect()
             try? await engine.shutdown()
             await delegate?.session(self, didBecomeInvalidWithError: nil)
             delegateQueue.finish()

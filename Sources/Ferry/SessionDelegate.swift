@@ -40,6 +40,9 @@ public protocol SessionDelegate: AnyObject, Sendable {
     func session(_ session: Session, task: SessionTask, didCompleteWithError error: FerryError?) async
     /// The session was invalidated (after `finishTasksAndInvalidate` or `invalidateAndCancel`).
     func session(_ session: Session, didBecomeInvalidWithError error: FerryError?) async
+    /// Background sessions: every event ferryd kept for this session has been delivered.
+    /// An app that ferryd launched calls the completion handler of its ``BackgroundLaunch`` here.
+    func sessionDidFinishEvents(forBackgroundSession session: Session) async
 }
 
 extension SessionDelegate {
@@ -52,6 +55,7 @@ extension SessionDelegate {
     public func session(_ session: Session, task: SessionTask, willPerformHTTPRedirection response: Response, newRequest request: Request) async -> Request? { request }
     public func session(_ session: Session, task: SessionTask, didCompleteWithError error: FerryError?) async {}
     public func session(_ session: Session, didBecomeInvalidWithError error: FerryError?) async {}
+    public func sessionDidFinishEvents(forBackgroundSession session: Session) async {}
 }
 
 /// One serial queue per session: delegate callbacks run one after another, in the order
@@ -74,9 +78,13 @@ final class DelegateQueue: Sendable {
 
     /// Enqueues `job` and waits for its answer.
     func ask<T: Sendable>(_ job: @escaping @Sendable () async -> T) async -> T {
-        await withCheckedContinuation { (answer: CheckedContinuation<T, Never>) in
-            continuation.yield { answer.resume(returning: await job()) }
+        let queued: T? = await withCheckedContinuation { (answer: CheckedContinuation<T?, Never>) in
+            if case .terminated = continuation.yield({ answer.resume(returning: await job()) }) {
+                answer.resume(returning: nil)  // the session is gone: nobody runs queued jobs
+            }
         }
+        if let queued { return queued }
+        return await job()
     }
 
     func finish() { continuation.finish() }

@@ -39,6 +39,12 @@ public class SessionTask: @unchecked Sendable {  // all mutable state is behind 
         var completionWaiters: [CheckedContinuation<Void, Never>] = []
         var cancelledForResumeData = false
         var priority: Float = 0.5
+        var earliestBeginDate: Date?
+        var idempotencyKey: String?
+        /// A background task is in ferryd once its first `resume()` returned.
+        var submittedToDaemon = false
+        /// The task cannot run (its background session could not reserve it an identifier).
+        var startFailure: FerryError?
     }
     let lock = NIOLockedValueBox(Mutable())
 
@@ -71,6 +77,18 @@ public class SessionTask: @unchecked Sendable {  // all mutable state is behind 
         get { lock.withLockedValue { $0.priority } }
         set { lock.withLockedValue { $0.priority = min(max(newValue, 0), 1) } }
     }
+    /// Background sessions: ferryd does not start the task before this date.
+    public var earliestBeginDate: Date? {
+        get { lock.withLockedValue { $0.earliestBeginDate } }
+        set { lock.withLockedValue { $0.earliestBeginDate = newValue } }
+    }
+    /// Background sessions: a key of your choosing. Submitting a task with a key the session
+    /// already has (an extension that posts twice, a retry after a lost reply) gives back the
+    /// existing task instead of a second transfer. Set it before `resume()`.
+    public var idempotencyKey: String? {
+        get { lock.withLockedValue { $0.idempotencyKey } }
+        set { lock.withLockedValue { $0.idempotencyKey = newValue } }
+    }
     public var countOfBytesSent: Int64 { lock.withLockedValue { $0.countOfBytesSent } }
     public var countOfBytesExpectedToSend: Int64 { lock.withLockedValue { $0.countOfBytesExpectedToSend } }
     public var countOfBytesReceived: Int64 { lock.withLockedValue { $0.countOfBytesReceived } }
@@ -102,6 +120,10 @@ public class SessionTask: @unchecked Sendable {  // all mutable state is behind 
 
     /// Pauses the task. A download keeps what it has and continues from there on resume.
     public func suspend() {
+        if let link = session.background {
+            if lock.withLockedValue({ $0.lifecycle.suspend() }) == .stop { backgroundControl(link, .suspend) }
+            return
+        }
         let runner: Task<Void, Never>? = lock.withLockedValue { m in
             guard m.lifecycle.suspend() == .stop else { return nil }
             let runner = m.runner
@@ -113,7 +135,11 @@ public class SessionTask: @unchecked Sendable {  // all mutable state is behind 
 
     /// Cancels the task; it completes with ``FerryError/Code/cancelled``.
     public func cancel() {
-        let (action, runner) = lock.withLockedValue { m in (m.lifecycle.cancel(), m.runner) }
+        let (action, runner, submitted) = lock.withLockedValue { m in (m.lifecycle.cancel(), m.runner, m.submittedToDaemon) }
+        if let link = session.background, submitted, action != .none {
+            backgroundCancel(link, afterStop: action == .stop)
+            return
+        }
         switch action {
         case .stop: runner?.cancel()
         case .completeCancelled: finish(error: FerryError(.cancelled, "the task was cancelled", url: originalRequest.url), generation: nil)
@@ -145,6 +171,14 @@ public class SessionTask: @unchecked Sendable {  // all mutable state is behind 
     func errorForFailure(_ error: FerryError) -> FerryError { error }
 
     func start(generation: Int) {
+        if let failure = lock.withLockedValue({ $0.startFailure }) {
+            finish(error: failure, generation: generation)
+            return
+        }
+        if let link = session.background {
+            backgroundStart(link, generation: generation)
+            return
+        }
         let runner = Task {
             let observer = TaskObserver(task: self)
             do {
@@ -161,6 +195,21 @@ public class SessionTask: @unchecked Sendable {  // all mutable state is behind 
             }
         }
         lock.withLockedValue { $0.runner = runner }
+    }
+
+    /// `resume()` will complete the task with `error` instead of running it.
+    func failOnResume(_ error: FerryError) {
+        lock.withLockedValue { $0.startFailure = error }
+    }
+
+    /// The generation of the run now in progress, if any.
+    var currentGeneration: Int? {
+        lock.withLockedValue { m in
+            switch m.lifecycle.state {
+            case .running(let current), .canceling(let current): return current
+            default: return nil
+            }
+        }
     }
 
     /// Whether run `generation` is still the task's (it was not suspended meanwhile).

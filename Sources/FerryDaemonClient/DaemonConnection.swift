@@ -40,20 +40,39 @@ public final class DaemonConnection: Sendable {
     public static func open(
         _ endpoint: DaemonEndpoint, clientName: String, logger: Logger = Logger(label: "ferry.daemon-client")
     ) async throws(DaemonConnectionError) -> DaemonConnection {
+        // The waiting (and a possible start of ferryd) happens on a thread of its own, never
+        // on the cooperative pool, which a blocked wait could exhaust.
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<DaemonConnection, DaemonConnectionError>, Never>) in
+            Thread.detachNewThread {
+                do throws(DaemonConnectionError) {
+                    continuation.resume(returning: .success(try openAndWait(endpoint, clientName: clientName, logger: logger)))
+                } catch {
+                    continuation.resume(returning: .failure(error))
+                }
+            }
+        }
+        return try result.get()
+    }
+
+    /// `open` for synchronous callers (a background `Session`'s initializer): blocks this
+    /// thread on SwiftNIO's event loop, never on Swift's cooperative pool.
+    public static func openAndWait(
+        _ endpoint: DaemonEndpoint, clientName: String, logger: Logger = Logger(label: "ferry.daemon-client")
+    ) throws(DaemonConnectionError) -> DaemonConnection {
         do {
-            return try await handshake(endpoint, clientName: clientName, logger: logger)
+            return try wait(handshake(endpoint, clientName: clientName, logger: logger))
         } catch .unreachable(let first) where endpoint.startsDaemon {
             logger.info("ferryd is not running; starting it", metadata: ["socket": "\(endpoint.socketPath)"])
             try DaemonStarter(endpoint: endpoint, logger: logger).start()
             // It binds its socket within milliseconds; a slow machine gets a few seconds.
-            var delay: UInt64 = 10_000_000
+            var delay: UInt32 = 10_000
             let deadline = ContinuousClock.now + endpoint.startTimeout
             var lastError = first
             while ContinuousClock.now < deadline {
-                try? await Task.sleep(nanoseconds: delay)
-                delay = min(delay * 2, 200_000_000)
+                usleep(delay)
+                delay = min(delay * 2, 200_000)
                 do {
-                    return try await handshake(endpoint, clientName: clientName, logger: logger)
+                    return try wait(handshake(endpoint, clientName: clientName, logger: logger))
                 } catch .unreachable(let reason) {
                     lastError = reason
                 }
@@ -62,64 +81,62 @@ public final class DaemonConnection: Sendable {
         }
     }
 
-    /// `open` for synchronous callers (a background `Session`'s initializer).
-    public static func openAndWait(
-        _ endpoint: DaemonEndpoint, clientName: String, logger: Logger = Logger(label: "ferry.daemon-client")
-    ) throws(DaemonConnectionError) -> DaemonConnection {
-        let box = NIOLockedValueBox<Result<DaemonConnection, DaemonConnectionError>?>(nil)
+    /// Blocks until `future` completes; its errors are `DaemonConnectionError`s.
+    private static func wait<T: Sendable>(_ future: EventLoopFuture<T>) throws(DaemonConnectionError) -> T {
+        let box = NIOLockedValueBox<Result<T, DaemonConnectionError>?>(nil)
         let done = DispatchSemaphore(value: 0)
-        Task.detached {
-            do throws(DaemonConnectionError) {
-                let connection = try await open(endpoint, clientName: clientName, logger: logger)
-                box.withLockedValue { $0 = .success(connection) }
-            } catch {
-                box.withLockedValue { $0 = .failure(error) }
-            }
+        future.whenComplete { result in
+            box.withLockedValue { $0 = result.mapError { ($0 as? DaemonConnectionError) ?? .connectionLost("\($0)") } }
             done.signal()
         }
         done.wait()
         return try box.withLockedValue { $0! }.get()
     }
 
-    private static func handshake(
-        _ endpoint: DaemonEndpoint, clientName: String, logger: Logger
-    ) async throws(DaemonConnectionError) -> DaemonConnection {
+    /// Connects and says hello; a ferryd that accepts but does not answer within 5 s is
+    /// given up on.
+    private static func handshake(_ endpoint: DaemonEndpoint, clientName: String, logger: Logger) -> EventLoopFuture<DaemonConnection> {
         let state = ConnectionState()
-        let channel: any Channel
-        do {
-            channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                .connectTimeout(.seconds(2))
-                .channelInitializer { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandlers([
-                            ByteToMessageHandler(FrameDecoder()),
-                            MessageToByteHandler(FrameEncoder()),
-                            DaemonMessageHandler(state: state),
-                        ])
-                    }
+        let group = MultiThreadedEventLoopGroup.singleton
+        return ClientBootstrap(group: group)
+            .connectTimeout(.seconds(2))
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandlers([
+                        ByteToMessageHandler(FrameDecoder()),
+                        MessageToByteHandler(FrameEncoder()),
+                        DaemonMessageHandler(state: state),
+                    ])
                 }
-                .connect(unixDomainSocketPath: endpoint.socketPath).get()
-        } catch {
-            throw .unreachable("\(error)")
-        }
-        let hello = ClientMessage.hello(Hello(clientName: clientName, pid: getpid()))
-        let welcome: Welcome
-        do {
-            let answer = state.expectHandshake(on: channel.eventLoop)
-            try await channel.writeAndFlush(try MessageCoder().encode(hello))
-            welcome = try ProtocolVersion.accept(try await answer.get())
-        } catch let error as DaemonConnectionError {
-            try? await channel.close()
-            throw error
-        } catch let error as FerryProtocolError {
-            try? await channel.close()
-            throw .refused(error)
-        } catch {
-            try? await channel.close()
-            throw .connectionLost("during the handshake: \(error)")
-        }
-        logger.debug("connected to ferryd", metadata: ["daemonVersion": "\(welcome.daemonVersion)"])
-        return DaemonConnection(welcome: welcome, channel: channel, state: state, logger: logger)
+            }
+            .connect(unixDomainSocketPath: endpoint.socketPath)
+            .flatMapErrorThrowing { error in throw DaemonConnectionError.unreachable("\(error)") }
+            .flatMap { channel -> EventLoopFuture<DaemonConnection> in
+                let answer = state.expectHandshake(on: channel.eventLoop)
+                let timer = channel.eventLoop.scheduleTask(in: .seconds(5)) {
+                    state.closed(reason: "ferryd accepted the connection but did not answer the hello within 5 s")
+                    channel.close(promise: nil)
+                }
+                let hello = ClientMessage.hello(Hello(clientName: clientName, pid: getpid()))
+                return channel.eventLoop.makeCompletedFuture { try MessageCoder().encode(hello) }
+                    .flatMap { channel.writeAndFlush($0) }
+                    .flatMap { answer }
+                    .flatMapThrowing { message -> DaemonConnection in
+                        timer.cancel()
+                        let welcome = try ProtocolVersion.accept(message)
+                        logger.debug("connected to ferryd", metadata: ["daemonVersion": "\(welcome.daemonVersion)"])
+                        return DaemonConnection(welcome: welcome, channel: channel, state: state, logger: logger)
+                    }
+                    .flatMapErrorThrowing { error in
+                        timer.cancel()
+                        channel.close(promise: nil)
+                        switch error {
+                        case let error as DaemonConnectionError: throw error
+                        case let error as FerryProtocolError: throw DaemonConnectionError.refused(error)
+                        default: throw DaemonConnectionError.connectionLost("during the handshake: \(error)")
+                        }
+                    }
+            }
     }
 
     /// Sends a request and waits for its reply. A `failure` from ferryd is thrown as

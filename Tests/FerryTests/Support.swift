@@ -35,6 +35,10 @@ final class RecordingDelegate: SessionDelegate, @unchecked Sendable {
     private var _inCallback = false
     private var _overlapped = false
     var moveDownloadTo: URL?
+    /// Copies the finished download here during the callback (the file itself is then deleted).
+    var keepCopyOfDownloadAt: URL?
+    private var _finishedLocation: URL?
+    var finishedLocation: URL? { lock.withLock { _finishedLocation } }
     var cancelOnResponse = false
     let completed = AsyncStream<FerryError?>.makeStream()
 
@@ -81,7 +85,11 @@ final class RecordingDelegate: SessionDelegate, @unchecked Sendable {
     }
     func session(_ session: Session, downloadTask: DownloadTask, didFinishDownloadingTo location: URL) async {
         enter("finished")
-        lock.withLock { _finishedFileExisted = FileManager.default.fileExists(atPath: location.path) }
+        lock.withLock {
+            _finishedFileExisted = FileManager.default.fileExists(atPath: location.path)
+            _finishedLocation = location
+        }
+        if let keepCopyOfDownloadAt { try? FileManager.default.copyItem(at: location, to: keepCopyOfDownloadAt) }
         if let moveDownloadTo { try? FileManager.default.moveItem(at: location, to: moveDownloadTo) }
         leave()
     }

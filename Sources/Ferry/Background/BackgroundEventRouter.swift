@@ -1,0 +1,98 @@
+import FerryEngine
+import FerryProtocol
+import Foundation
+import Logging
+
+/// Hands what ferryd pushes to the background session's tasks and delegate, in order.
+///
+/// Stored events (response, data, download finished, completion) go through the same
+/// ``TaskObserver`` as an in-process transfer, so the delegate sees the same callbacks. Each
+/// is acknowledged after its callbacks returned; one seen before (a redelivery after a
+/// reconnect) is only acknowledged. Progress is live and only updates counters and the
+/// progress callbacks.
+struct BackgroundEventRouter: Sendable {
+    let session: Session
+    let link: BackgroundLink
+
+    func run(_ messages: AsyncStream<DaemonMessage>) async {
+        for await message in messages {
+            switch message {
+            case .event(let event):
+                await handle(event)
+            case .progress(let progress):
+                self.progress(progress)
+            case .eventsFinished:
+                if let delegate = session.delegate {
+                    let session = self.session
+                    await session.delegateQueue.ask { await delegate.sessionDidFinishEvents(forBackgroundSession: session) }
+                }
+            case .goodbye(let error):
+                session.logger.notice("ferryd closed the session's connection", metadata: [
+                    "session": "\(link.sessionIdentifier)", "reason": "\(error.code.rawValue)",
+                ])
+            default:
+                break
+            }
+        }
+        session.logger.info("background session disconnected from ferryd", metadata: ["session": "\(link.sessionIdentifier)"])
+    }
+
+    private func handle(_ event: Event) async {
+        guard link.shouldHandle(sequence: event.sequence) else {
+            await link.acknowledge(upTo: event.sequence)
+            return
+        }
+        if let identifier = event.taskIdentifier, let task = session.backgroundTask(identifier) {
+            await deliver(event.kind, to: task)
+        } else {
+            session.logger.debug("event for a task this process does not have", metadata: [
+                "session": "\(link.sessionIdentifier)", "task": "\(event.taskIdentifier.map(String.init) ?? "-")",
+            ])
+        }
+        // Every callback enqueued so far has returned once this barrier runs.
+        let link = self.link
+        await session.delegateQueue.ask { link.markDelivered(event.sequence) }
+        await link.acknowledge(upTo: event.sequence)
+    }
+
+    private func deliver(_ kind: EventKind, to task: SessionTask) async {
+        let observer = TaskObserver(task: task)
+        let url = task.currentRequest?.url ?? task.originalRequest.url
+        switch kind {
+        case .response(let head):
+            var headers = HeaderFields()
+            for header in head.headers { headers.add(name: header.name, value: header.value) }
+            let allowed = await observer.transferDidReceive(response: Response(url: url, statusCode: head.statusCode, headers: headers))
+            if !allowed { task.cancel() }
+        case .data(let bytes):
+            await observer.transferDidReceive(data: bytes)
+        case .downloadFinished(let finished):
+            if let download = task as? DownloadTask {
+                await download.handOver(URL(fileURLWithPath: finished.location))
+            }
+        case .completed:
+            if let generation = task.currentGeneration { task.finish(error: nil, generation: generation) }
+        case .failed(let failure):
+            let error = FerryError(FerryError.Code(named: failure.code), failure.message, url: url, resumeData: failure.resumeData)
+            if let generation = task.currentGeneration { task.finish(error: error, generation: generation) }
+        }
+    }
+
+    private func progress(_ progress: TaskProgress) {
+        guard let task = session.backgroundTask(progress.taskIdentifier) else { return }
+        let observer = TaskObserver(task: task)
+        if task is DownloadTask {
+            let before = task.countOfBytesReceived
+            guard progress.bytesReceived != before else { return }
+            observer.transferDidWrite(
+                bytes: progress.bytesReceived - before, totalBytesWritten: progress.bytesReceived,
+                totalBytesExpectedToWrite: progress.bytesExpectedToReceive ?? -1)
+        } else if progress.bytesSent > 0 {
+            let before = task.countOfBytesSent
+            guard progress.bytesSent != before else { return }
+            observer.transferDidSend(
+                bytes: progress.bytesSent - before, totalBytesSent: progress.bytesSent,
+                totalBytesExpectedToSend: progress.bytesExpectedToSend ?? -1)
+        }
+    }
+}

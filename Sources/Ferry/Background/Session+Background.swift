@@ -1,0 +1,86 @@
+public import FerryEngine
+import FerryProtocol
+import Foundation
+public import Logging
+
+extension Session {
+    /// A background session, connected to ferryd before this returns: tasks it already has
+    /// there (made by this program earlier, by its share extension, before a crash) are in
+    /// ``allTasks``, and their stored events start arriving at the delegate.
+    ///
+    /// ```swift
+    /// var configuration = Configuration.background(identifier: "com.example.imgshare.bg")
+    /// configuration.sharedContainerIdentifier = "group.com.example.imgshare"
+    /// do {
+    ///     let session = try Session.background(configuration, delegate: Uploads())
+    /// } catch let error as FerryError where error.code == .backgroundSessionInUseByAnotherProcess {
+    ///     print("the app or its extension has the session open")
+    /// }
+    /// ```
+    ///
+    /// `Session(configuration:delegate:)` with a background configuration does the same but
+    /// does not throw: its tasks then fail with the error when resumed.
+    public static func background(
+        _ configuration: Configuration, delegate: (any SessionDelegate)? = nil,
+        logger: Logger = Logger(label: "ferry.session")
+    ) throws(FerryError) -> Session {
+        guard configuration.isBackground else {
+            throw FerryError(.unknown, "Session.background needs Configuration.background(identifier:)")
+        }
+        let session = Session(configuration: configuration, delegate: delegate, logger: logger)
+        if let failure = session.background?.failure { throw failure }
+        return session
+    }
+
+    /// Why this background session could not connect to ferryd, if it could not.
+    public var backgroundConnectionError: FerryError? { background?.failure }
+
+    /// Attaches as the owner, mirrors ferryd's tasks here, and starts delivering events.
+    func connectBackground(_ link: BackgroundLink) {
+        let tasks = link.attach(configuration: configuration)
+        for info in tasks { adopt(mirror(of: info, link: link)) }
+        guard let messages = link.pushedMessages else { return }
+        let router = BackgroundEventRouter(session: self, link: link)
+        Task.detached { await router.run(messages) }
+    }
+
+    /// A task object for one ferryd already has: same identifier and request, its state and
+    /// counters, and (unless suspended) running, so its events complete it.
+    private func mirror(of info: TaskInfo, link: BackgroundLink) -> SessionTask {
+        var request = Request(url: info.request.url, method: info.request.method)
+        for header in info.request.headers { request.headers.add(name: header.name, value: header.value) }
+        let task: SessionTask
+        switch info.kind {
+        case .download:
+            task = DownloadTask(
+                session: self, identifier: info.taskIdentifier, request: request,
+                partialFile: link.places.provisionalDownloadFile(session: link.sessionIdentifier, task: info.taskIdentifier), validator: nil)
+        case .upload:
+            task = UploadTask(session: self, identifier: info.taskIdentifier, request: request, body: .data(Data()), completionHandler: nil)
+        case .data:
+            task = DataTask(session: self, identifier: info.taskIdentifier, request: request, completionHandler: nil)
+        }
+        task.adoptBackgroundState(info)
+        return task
+    }
+}
+
+extension SessionTask {
+    /// Takes on the state ferryd reports for a task this process did not create.
+    func adoptBackgroundState(_ info: TaskInfo) {
+        let action = lock.withLockedValue { m -> TaskLifecycle.Action in
+            m.submittedToDaemon = true
+            m.taskDescription = info.taskDescription
+            m.priority = Float(info.priority)
+            m.earliestBeginDate = info.earliestBeginDate
+            m.idempotencyKey = info.idempotencyKey
+            m.countOfBytesSent = info.bytesSent
+            m.countOfBytesReceived = info.bytesReceived
+            m.countOfBytesExpectedToSend = info.bytesExpectedToSend ?? 0
+            m.countOfBytesExpectedToReceive = info.bytesExpectedToReceive ?? -1
+            // Suspended stays suspended; anything else runs here until its last event arrives.
+            return info.state == .suspended ? .none : m.lifecycle.resume()
+        }
+        _ = action  // the transfer is ferryd's: nothing starts here
+    }
+}

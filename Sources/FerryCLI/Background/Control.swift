@@ -1,0 +1,104 @@
+import ArgumentParser
+import FerryDaemonClient
+import FerryProtocol
+import Foundation
+
+/// `ferry pause|resume|cancel TASK`: change one task, as the session's owner for a moment.
+/// A session an app is connected to refuses (`backgroundSessionInUseByAnotherProcess`):
+/// the app owns its tasks then.
+enum TaskControl {
+    static func run(_ make: (TaskReference) -> FerryProtocol.Request, task: String, options: DaemonOptions, verb: String) async throws {
+        do {
+            let identifier = try DaemonAccess.taskIdentifier(task)
+            let connection = try await DaemonAccess.connect(startsDaemon: false)
+            defer { connection.closeNow() }
+            _ = try await DaemonAccess.attach(options.session, owner: true, on: connection)
+            let reply = try await DaemonAccess.send(make(TaskReference(sessionIdentifier: options.session, taskIdentifier: identifier)), on: connection)
+            let info: TaskInfo?
+            switch reply {
+            case .task(let task): info = task
+            case .resumeData(let cancelled): info = cancelled.task
+            default: info = nil
+            }
+            if options.json {
+                if let info { JSONOutput.print(info) }
+            } else {
+                Console.out("task \(identifier) \(verb)" + (info.map { ": now \($0.state.rawValue)" } ?? ""))
+            }
+        } catch let failure as CLIFailure {
+            throw failure.report(url: nil, json: options.json)
+        }
+    }
+}
+
+struct Pause: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Suspend a task; a download keeps what it has.")
+    @Argument(help: "The task identifier (see `ferry list`).") var task: String
+    @OptionGroup var options: DaemonOptions
+    func run() async throws { try await TaskControl.run(FerryProtocol.Request.suspend, task: task, options: options, verb: "paused") }
+}
+
+struct Resume: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Resume a suspended task.")
+    @Argument(help: "The task identifier (see `ferry list`).") var task: String
+    @OptionGroup var options: DaemonOptions
+    func run() async throws { try await TaskControl.run(FerryProtocol.Request.resume, task: task, options: options, verb: "resumed") }
+}
+
+struct Cancel: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Cancel a task (a download keeps resume data in its failure event).")
+    @Argument(help: "The task identifier (see `ferry list`).") var task: String
+    @OptionGroup var options: DaemonOptions
+    func run() async throws { try await TaskControl.run(FerryProtocol.Request.cancel, task: task, options: options, verb: "cancelled") }
+}
+
+/// `ferry daemon status|stop`.
+struct Daemon: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Look at ferryd or stop it.", subcommands: [Status.self, Stop.self])
+
+    struct Status: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Is ferryd running: version, pid, sessions, tasks. Exits 7 if it is not.")
+        @Flag(name: .long, help: "Print JSON on standard output, for scripts.") var json = false
+
+        func run() async throws {
+            do {
+                let connection = try await DaemonAccess.connect(startsDaemon: false)
+                defer { connection.closeNow() }
+                guard case .status(let status) = try await DaemonAccess.send(.status, on: connection) else { return }
+                if json {
+                    JSONOutput.print(status)
+                    return
+                }
+                let uptime = ProgressBar.clock(Date().timeIntervalSince(status.startedAt))
+                Console.out("ferryd \(status.daemonVersion), pid \(status.pid), up \(uptime)")
+                Console.out("  sessions \(status.sessionCount) (\(status.ownedSessionCount) connected), connections \(status.connectionCount)")
+                Console.out("  tasks: \(status.runningTaskCount) running, \(status.waitingTaskCount) waiting, \(status.suspendedTaskCount) suspended")
+                Console.out("  undelivered events \(status.undeliveredEventCount)")
+                if let socket = status.socketPath { Console.out("  socket \(socket)") }
+                if let store = status.storePath { Console.out("  store \(store)") }
+            } catch let failure as CLIFailure {
+                throw failure.report(url: nil, json: json)
+            }
+        }
+    }
+
+    struct Stop: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Stop ferryd gracefully. Tasks stay in its store and continue when it starts again.")
+        @Flag(name: .long, help: "Print JSON on standard output, for scripts.") var json = false
+
+        func run() async throws {
+            do {
+                let connection = try await DaemonAccess.connect(startsDaemon: false)
+                _ = try await DaemonAccess.send(.stop, on: connection)
+                // Wait (bounded) for it to close the connection: then it is gone.
+                let deadline = ContinuousClock.now + .seconds(15)
+                while connection.isConnected, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(50)) }
+                if json { JSONOutput.print(["stopped": !connection.isConnected]) } else { Console.out(connection.isConnected ? "ferryd is still stopping" : "ferryd stopped") }
+            } catch let failure as CLIFailure {
+                throw failure.report(url: nil, json: json)
+            }
+        }
+    }
+}

@@ -1,0 +1,104 @@
+import ArgumentParser
+import FerryApps
+import FerryDaemonClient
+import FerryProtocol
+import Logging
+import Foundation
+
+/// Options every command that talks to ferryd shares.
+struct DaemonOptions: ParsableArguments {
+    @Option(name: .long, help: "The background session (default: ferry's own, `ferry.cli`).")
+    var session: String = DaemonAccess.cliSession
+
+    @Flag(name: .long, help: "Print JSON on standard output, for scripts.")
+    var json = false
+}
+
+/// The CLI's way to ferryd: the socket from `FerryPaths`, a connection per command, and the
+/// answers turned into `CLIFailure`s a person can read.
+enum DaemonAccess {
+    /// The session `ferry upload` and `ferry download` put their tasks in.
+    static let cliSession = "ferry.cli"
+
+    static func endpoint(startsDaemon: Bool) throws -> DaemonEndpoint {
+        try paths().endpoint(startsDaemon: startsDaemon)
+    }
+
+    static func paths() throws -> FerryPaths {
+        do {
+            let paths = try FerryPaths()
+            try paths.prepare()
+            return paths
+        } catch {
+            throw CLIFailure(exitStatus: ExitStatus.failure, code: "paths", message: "cannot use Ferry's folders: \(error)")
+        }
+    }
+
+    /// Opens a connection; `startsDaemon` false reports "not running" instead of starting one.
+    static func connect(startsDaemon: Bool = true) async throws -> DaemonConnection {
+        do {
+            var logger = Logger(label: "ferry.daemon-client")
+            logger.logLevel = .warning  // the CLI says what matters itself
+            return try await DaemonConnection.open(try endpoint(startsDaemon: startsDaemon), clientName: "ferry-cli", logger: logger)
+        } catch let error as DaemonConnectionError {
+            throw failure(error)
+        }
+    }
+
+    /// Sends one request; ferryd's refusal becomes a `CLIFailure` naming its code.
+    static func send(_ request: FerryProtocol.Request, on connection: DaemonConnection) async throws -> Reply {
+        do {
+            return try await connection.send(request)
+        } catch {
+            throw failure(error)
+        }
+    }
+
+    /// Attaches to `session`: as its owner to change it, as a watcher to look.
+    static func attach(_ session: String, owner: Bool, on connection: DaemonConnection) async throws -> Attached {
+        guard case .attached(let attached) = try await send(.attach(AttachSession(sessionIdentifier: session, owner: owner)), on: connection) else {
+            throw CLIFailure(exitStatus: ExitStatus.failure, code: "protocol", message: "ferryd answered attach with something else")
+        }
+        return attached
+    }
+
+    /// ferryd's sessions, or only the one named.
+    static func sessions(named name: String?, on connection: DaemonConnection) async throws -> [SessionInfo] {
+        guard case .sessions(let sessions) = try await send(.listSessions, on: connection) else { return [] }
+        return name.map { name in sessions.filter { $0.sessionIdentifier == name } } ?? sessions
+    }
+
+    /// Every task of a session, all pages.
+    static func tasks(of session: String, on connection: DaemonConnection) async throws -> [TaskInfo] {
+        var all: [TaskInfo] = []
+        var after: Int? = nil
+        for _ in 0..<100_000 {  // bounded: 500 a page
+            guard case .tasks(let page) = try await send(.listTasks(ListTasks(sessionIdentifier: session, afterTaskIdentifier: after)), on: connection) else { break }
+            all += page.tasks
+            guard let next = page.nextAfterTaskIdentifier, next > (after ?? 0) else { break }
+            after = next
+        }
+        return all
+    }
+
+    static func failure(_ error: DaemonConnectionError) -> CLIFailure {
+        switch error {
+        case .unreachable:
+            return CLIFailure(exitStatus: ExitStatus.cannotConnect, code: "daemonNotRunning", message: "ferryd is not running")
+        case .cannotStartDaemon(let why):
+            return CLIFailure(exitStatus: ExitStatus.cannotConnect, code: "cannotStartDaemon", message: "cannot start ferryd: \(why)")
+        case .refused(let e), .failure(let e):
+            return CLIFailure(exitStatus: ExitStatus.failure, code: e.code.rawValue, message: e.message)
+        case .connectionLost, .timedOut:
+            return CLIFailure(exitStatus: ExitStatus.failure, code: "connectionLost", message: error.description)
+        }
+    }
+
+    /// A task argument: a number, the task's identifier in `--session`.
+    static func taskIdentifier(_ argument: String) throws -> Int {
+        guard let value = Int(argument), value > 0 else {
+            throw ValidationError("TASK is a task identifier: a positive number (see `ferry list`)")
+        }
+        return value
+    }
+}

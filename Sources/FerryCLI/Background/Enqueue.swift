@@ -1,0 +1,224 @@
+import ArgumentParser
+import FerryDaemonClient
+import FerryProtocol
+import Foundation
+
+/// `ferry upload FILE URL` and `ferry download URL`: hand a transfer to ferryd and return.
+struct Enqueue {
+    struct Submitted: Encodable {
+        var session: String
+        var task: Int
+        var existing: Bool
+        var state: String
+        var destination: String?
+    }
+
+    /// Submits as the session's owner and prints the task. Without `wait` it leaves at once:
+    /// ferryd carries the task. With `wait` it stays the session's owner until the task ends,
+    /// showing progress; a finished download is moved to `moveTo`.
+    static func submit(_ submission: TaskSubmission, options: DaemonOptions, wait: Bool = false, moveTo: String? = nil) async throws {
+        do {
+            try submission.validate()
+        } catch {
+            throw ValidationError(error.message)
+        }
+        let connection = try await DaemonAccess.connect()
+        defer { connection.closeNow() }
+        _ = try await DaemonAccess.attach(submission.sessionIdentifier, owner: true, on: connection)
+        guard case .submitted(let submitted) = try await DaemonAccess.send(.submit(submission), on: connection) else {
+            throw CLIFailure(exitStatus: ExitStatus.failure, code: "protocol", message: "ferryd answered the submission with something else")
+        }
+        let task = submitted.task
+        if !wait {
+            if options.json {
+                JSONOutput.print(Submitted(session: task.sessionIdentifier, task: task.taskIdentifier, existing: submitted.existing,
+                                           state: task.state.rawValue, destination: submission.destination))
+            } else {
+                Console.out("\(task.taskIdentifier)")
+                Console.error("ferry: task \(task.taskIdentifier) in session \(task.sessionIdentifier) is with ferryd"
+                              + (submitted.existing ? " (it already had this key)" : "")
+                              + (submission.destination.map { "; the file will be \($0)" } ?? "")
+                              + "; `ferry list` shows it")
+            }
+            return
+        }
+        let outcome = try await follow(task, on: connection, quiet: options.json)
+        var location = outcome.location
+        if let status = outcome.status, status >= 400, let from = location {
+            // As `ferry get`: an error page is not the file asked for.
+            try? FileManager.default.removeItem(atPath: from)
+            location = nil
+        }
+        if let moveTo, let from = location {
+            do {
+                try? FileManager.default.removeItem(atPath: moveTo)
+                try FileManager.default.moveItem(atPath: from, toPath: moveTo)
+                location = moveTo
+            } catch {
+                throw CLIFailure(exitStatus: ExitStatus.cannotWrite, code: "cannotWriteToFile", message: "cannot move the download from \(from) to \(moveTo): \(error.localizedDescription)")
+            }
+        }
+        if options.json {
+            JSONOutput.print(Submitted(session: task.sessionIdentifier, task: task.taskIdentifier, existing: submitted.existing,
+                                       state: outcome.failure == nil ? "completed" : "failed", destination: location))
+        } else if let body = outcome.body, !body.isEmpty {
+            Console.outRaw(body)
+        }
+        if let failure = outcome.failure {
+            throw CLIFailure(exitStatus: ExitStatus.failure, code: failure.code, message: failure.message)
+        }
+        if let status = outcome.status, status >= 400 { throw CLIFailure.http(status) }
+    }
+
+    struct Outcome {
+        var status: Int?
+        var body: Data?
+        var location: String?
+        var failure: TransferFailure?
+    }
+
+    /// Takes the task's events (acknowledging each) until its last one.
+    static func follow(_ task: TaskInfo, on connection: DaemonConnection, quiet: Bool) async throws -> Outcome {
+        let bar = ProgressBar(label: "#\(task.taskIdentifier)", enabled: !quiet)
+        var outcome = Outcome()
+        var body = Data()
+        for await message in connection.pushedMessages {
+            switch message {
+            case .progress(let p) where p.taskIdentifier == task.taskIdentifier:
+                let (done, total) = task.kind == .upload ? (p.bytesSent, p.bytesExpectedToSend ?? 0) : (p.bytesReceived, p.bytesExpectedToReceive ?? 0)
+                bar.update(done: done, total: total)
+            case .event(let event):
+                _ = try? await connection.send(.acknowledge(Acknowledge(sessionIdentifier: event.sessionIdentifier, upToSequence: event.sequence)))
+                guard event.taskIdentifier == task.taskIdentifier else { continue }
+                switch event.kind {
+                case .response(let head): outcome.status = head.statusCode
+                case .data(let bytes): body.append(bytes)
+                case .downloadFinished(let finished): outcome.location = finished.location
+                case .completed:
+                    bar.stop()
+                    outcome.body = body
+                    return outcome
+                case .failed(let failure):
+                    bar.stop()
+                    outcome.failure = failure
+                    return outcome
+                }
+            default:
+                continue
+            }
+        }
+        bar.stop()
+        throw CLIFailure(exitStatus: ExitStatus.failure, code: "connectionLost", message: "ferryd closed the connection before the task ended; it goes on there (`ferry list`)")
+    }
+
+    static func headers(_ lines: [String]) throws -> [Header] {
+        try lines.map { line in
+            guard let colon = line.firstIndex(of: ":"), colon != line.startIndex else {
+                throw ValidationError("a header is 'Name: value' (got one without a name or colon)")
+            }
+            return Header(String(line[..<colon]).trimmingCharacters(in: .whitespaces),
+                          String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces))
+        }
+    }
+
+    static func absolute(_ path: String) -> String {
+        let url = URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath, isDirectory: true))
+        return url.standardizedFileURL.path
+    }
+}
+
+/// Options an enqueued task may carry.
+struct EnqueueOptions: ParsableArguments {
+    @Option(name: [.customShort("H"), .long], help: "An extra request header, 'Name: value' (repeatable).")
+    var header: [String] = []
+
+    @Option(name: .long, help: "A key of yours: submitting the same key again returns the existing task.")
+    var key: String?
+
+    @Option(name: .long, help: "Priority between 0 and 1 (default 0.5).")
+    var priority: Double = 0.5
+
+    @Option(name: .long, help: "Do not start before this many seconds from now.")
+    var after: Double?
+
+    var beginDate: Date? { after.map { Date().addingTimeInterval($0) } }
+}
+
+struct Upload: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Hand an upload to ferryd and return at once; print the task id.",
+        discussion: """
+            The file is read by ferryd when it runs the task, so leave it in place until the
+            task completes. ferryd retries lost connections (and 429/503 with Retry-After)
+            and continues from the server's offset when the server speaks resumable uploads.
+            """)
+
+    @Argument(help: "The file to upload.") var file: String
+    @Argument(help: "The http or https URL to upload to.") var url: String
+    @Option(name: [.customShort("X"), .long], help: "The HTTP method (default PUT).") var method: String = "PUT"
+    @Flag(name: .long, help: "Stay until the upload ends, with progress; print the server's response.") var wait = false
+    @OptionGroup var enqueue: EnqueueOptions
+    @OptionGroup var options: DaemonOptions
+
+    func validate() throws {
+        _ = try Check.url(url)
+        let path = Enqueue.absolute(file)
+        guard FileManager.default.isReadableFile(atPath: path) else {
+            throw CLIFailure(exitStatus: ExitStatus.cannotRead, code: "fileDoesNotExist", message: "cannot read \(file)").report(url: nil, json: options.json)
+        }
+    }
+
+    func run() async throws {
+        do {
+            let request = TaskRequest(url: try Check.url(url), method: method.uppercased(), headers: try Enqueue.headers(enqueue.header))
+            let submission = TaskSubmission(
+                sessionIdentifier: options.session, kind: .upload, request: request, bodyFile: Enqueue.absolute(file),
+                idempotencyKey: enqueue.key, priority: enqueue.priority, earliestBeginDate: enqueue.beginDate)
+            try await Enqueue.submit(submission, options: options, wait: wait)
+        } catch let failure as CLIFailure {
+            throw failure.report(url: url, json: options.json)
+        }
+    }
+}
+
+struct Download: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Hand a download to ferryd and return at once; print the task id.",
+        discussion: """
+            ferryd writes the file (default: the URL's last path component in the current
+            directory) and continues it with Range/If-Range after a lost connection or a
+            restart; if the resource changed meanwhile it starts over, never splicing two
+            versions.
+            """)
+
+    @Argument(help: "The http or https URL to download.") var url: String
+    @Option(name: [.customShort("o"), .long], help: "With --wait: where to put the file once it is complete.") var output: String?
+    @Flag(name: .long, help: "Stay until the download ends, with progress, then move it to -o (default: the URL's file name here).") var wait = false
+    @OptionGroup var enqueue: EnqueueOptions
+    @OptionGroup var options: DaemonOptions
+
+    func validate() throws {
+        _ = try Check.url(url)
+        if output != nil, !wait {
+            throw ValidationError("-o needs --wait: without it ferryd keeps the file in its container (the path is printed)")
+        }
+    }
+
+    func run() async throws {
+        do {
+            let source = try Check.url(url)
+            let name = source.lastPathComponent.isEmpty || source.lastPathComponent == "/" ? "index.html" : source.lastPathComponent
+            // ferryd writes only inside the session's container; the file is moved out with --wait.
+            let container = try DaemonAccess.paths().sessionFiles(options.session)
+            let safeName = name.replacingOccurrences(of: "/", with: "_")
+            let destination = container.appendingPathComponent("downloads/\(UUID().uuidString.prefix(8))-\(safeName)").path
+            let request = TaskRequest(url: source, method: "GET", headers: try Enqueue.headers(enqueue.header))
+            let submission = TaskSubmission(
+                sessionIdentifier: options.session, kind: .download, request: request, destination: destination,
+                idempotencyKey: enqueue.key, priority: enqueue.priority, earliestBeginDate: enqueue.beginDate)
+            try await Enqueue.submit(submission, options: options, wait: wait, moveTo: wait ? Enqueue.absolute(output ?? name) : nil)
+        } catch let failure as CLIFailure {
+            throw failure.report(url: url, json: options.json)
+        }
+    }
+}

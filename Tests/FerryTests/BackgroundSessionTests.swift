@@ -1,0 +1,177 @@
+import Ferry
+import FerryTestSupport
+import Foundation
+import Testing
+
+/// Background sessions against a real ferryd process of the test's own (its own data and
+/// runtime directories), and real servers on loopback.
+@Suite("Background sessions through ferryd", .serialized, .timeLimit(.minutes(1)))
+struct BackgroundSessionTests {
+    @Test("an upload from a file goes through ferryd and completes once, with the server's response body")
+    func uploadFromFile() async throws {
+        try await withDaemonAndServer { daemon, server in
+            let directory = try makeTemporaryDirectory()
+            let file = directory.appendingPathComponent("photo.bin")
+            let content = Data(TestContent.bytes(count: 3 << 20, seed: 7))
+            try content.write(to: file)
+            let delegate = RecordingDelegate()
+            let session = try Session.background(daemon.configuration("bg.upload.file"), delegate: delegate)
+            let task = session.uploadTask(with: Request(url: server.url("/upload/photo.bin"), method: "POST"), fromFile: file)
+            task.resume()
+            #expect(succeeded(await delegate.nextCompletion()))
+            let reply = try JSONSerialization.jsonObject(with: delegate.data) as? [String: Any]
+            #expect(reply?["sha256"] as? String == sha256Hex(content))
+            #expect(task.response?.statusCode == 200)
+            #expect(delegate.log.filter { $0.hasPrefix("complete") }.count == 1)
+            session.finishTasksAndInvalidate()
+        }
+    }
+
+    @Test("an upload from Data is written into the session's container first, then sent by ferryd")
+    func uploadFromData() async throws {
+        try await withDaemonAndServer { daemon, server in
+            let content = Data(TestContent.bytes(count: 200_000, seed: 3))
+            let delegate = RecordingDelegate()
+            let session = try Session.background(daemon.configuration("bg.upload.data"), delegate: delegate)
+            let task = session.uploadTask(with: Request(url: server.url("/upload/d"), method: "PUT"), from: content)
+            task.resume()
+            #expect(succeeded(await delegate.nextCompletion()))
+            let reply = try JSONSerialization.jsonObject(with: delegate.data) as? [String: Any]
+            #expect(reply?["sha256"] as? String == sha256Hex(content))
+            session.finishTasksAndInvalidate()
+        }
+    }
+
+    @Test("a stream cannot outlive the process: a background upload from a stream fails with a clear error")
+    func streamUploadIsRefused() async throws {
+        try await withDaemonAndServer { daemon, server in
+            let delegate = RecordingDelegate()
+            let session = try Session.background(daemon.configuration("bg.upload.stream"), delegate: delegate)
+            let task = session.uploadTask(with: Request(url: server.url("/upload/s"), method: "PUT"), body: .stream(length: 4) {
+                AsyncThrowingStream { $0.yield([1, 2, 3, 4]); $0.finish() }
+            })
+            task.resume()
+            let error = await delegate.nextCompletion()
+            #expect(error??.code == .unsupportedURL)
+            #expect(error??.message.contains("stream") == true)
+            session.finishTasksAndInvalidate()
+        }
+    }
+
+    @Test("a download is handed to the delegate in the container and deleted after the callback")
+    func downloadHandedOver() async throws {
+        try await withDaemonAndServer { daemon, server in
+            let directory = try makeTemporaryDirectory()
+            let delegate = RecordingDelegate()
+            delegate.keepCopyOfDownloadAt = directory.appendingPathComponent("copy.bin")
+            let session = try Session.background(daemon.configuration("bg.download"), delegate: delegate)
+            let task = session.downloadTask(with: server.url("/bytes/\(5 << 20)?seed=11"))
+            task.resume()
+            #expect(succeeded(await delegate.nextCompletion()))
+            #expect(delegate.finishedFileExisted == true)
+            let copy = try Data(contentsOf: directory.appendingPathComponent("copy.bin"))
+            #expect(sha256Hex(copy) == TestContent.sha256Hex(count: 5 << 20, seed: 11))
+            let location = try #require(delegate.finishedLocation)
+            #expect(location.path.hasPrefix(daemon.dataDirectory.path))
+            #expect(!FileManager.default.fileExists(atPath: location.path))
+            session.finishTasksAndInvalidate()
+        }
+    }
+
+    @Test("a second owner of the same session gets backgroundSessionInUseByAnotherProcess at once")
+    func secondOwnerRefused() async throws {
+        try await withDaemonAndServer { daemon, _ in
+            let first = try Session.background(daemon.configuration("bg.owner"))
+            let start = ContinuousClock.now
+            #expect(throws: FerryError.self) { _ = try Session.background(daemon.configuration("bg.owner")) }
+            do {
+                _ = try Session.background(daemon.configuration("bg.owner"))
+            } catch let error as FerryError {
+                #expect(error.code == .backgroundSessionInUseByAnotherProcess)
+            }
+            #expect(ContinuousClock.now - start < .seconds(2))
+            first.finishTasksAndInvalidate()
+            // Once the first has gone, the session is free again.
+            let again = try await eventually { try Session.background(daemon.configuration("bg.owner")) }
+            again.finishTasksAndInvalidate()
+        }
+    }
+
+    @Test("after invalidate the task goes on in ferryd; the session made again has it and gets its one completion")
+    func reattachAfterInvalidate() async throws {
+        try await withDaemonAndServer { daemon, server in
+            let first = try Session.background(daemon.configuration("bg.reattach"))
+            let task = first.downloadTask(with: server.url("/bytes/\(2 << 20)?seed=5&stallAfter=100000&stallSeconds=1"))
+            task.resume()
+            let identifier = task.taskIdentifier
+            first.finishTasksAndInvalidate()
+
+            let delegate = RecordingDelegate()
+            let second = try await eventually { try Session.background(daemon.configuration("bg.reattach"), delegate: delegate) }
+            #expect(second.allTasks.map(\.taskIdentifier).contains(identifier))
+            #expect(succeeded(await delegate.nextCompletion()))
+            #expect(delegate.log.filter { $0.hasPrefix("complete") }.count == 1)
+            second.finishTasksAndInvalidate()
+        }
+    }
+
+    @Test("resume() is durable: ferryd killed with SIGKILL right after it still carries the task after a restart")
+    func durableAcrossKill() async throws {
+        try await withDaemonAndServer { daemon, server in
+            let first = try Session.background(daemon.configuration("bg.kill"))
+            let size = 8 << 20
+            let task = first.downloadTask(with: server.url("/bytes/\(size)?seed=9&stallAfter=1000000&stallSeconds=1"))
+            task.resume()
+            try daemon.kill9()
+            first.finishTasksAndInvalidate()
+            try await daemon.restart()
+
+            let delegate = RecordingDelegate()
+            let directory = try makeTemporaryDirectory()
+            delegate.keepCopyOfDownloadAt = directory.appendingPathComponent("after-kill.bin")
+            let second = try Session.background(daemon.configuration("bg.kill"), delegate: delegate)
+            #expect(second.allTasks.map(\.taskIdentifier) == [task.taskIdentifier])
+            #expect(succeeded(await delegate.nextCompletion()))
+            let copy = try Data(contentsOf: directory.appendingPathComponent("after-kill.bin"))
+            #expect(sha256Hex(copy) == TestContent.sha256Hex(count: size, seed: 9))
+            second.finishTasksAndInvalidate()
+        }
+    }
+
+    @Test("the library starts ferryd when nobody answers, and two sessions racing start one")
+    func startsDaemonOnDemand() async throws {
+        let daemon = try DaemonHarness.prepare()  // directories only: no ferryd yet
+        defer { daemon.stopStartedDaemon() }
+        async let a = Task.detached { try Session.background(daemon.configuration("bg.race.a")) }.value
+        async let b = Task.detached { try Session.background(daemon.configuration("bg.race.b")) }.value
+        let (first, second) = try await (a, b)
+        let pids = daemon.runningDaemonPIDs()
+        #expect(pids.count == 1)
+        first.finishTasksAndInvalidate()
+        second.finishTasksAndInvalidate()
+    }
+}
+
+/// Whether a recorded completion is a success (a completion, with no error).
+func succeeded(_ completion: FerryError??) -> Bool {
+    if case .some(.none) = completion { return true }
+    return false
+}
+
+/// Retries `body` for a short while: ferryd notices a closed connection asynchronously.
+func eventually<T>(_ body: () throws -> T) async throws -> T {
+    var lastError: (any Error)?
+    for _ in 0..<50 {
+        do { return try body() } catch {
+            lastError = error
+            try await Task.sleep(for: .milliseconds(40))
+        }
+    }
+    throw lastError!
+}
+
+func withDaemonAndServer(_ body: (DaemonHarness, TestHTTPServer) async throws -> Void) async throws {
+    let daemon = try await DaemonHarness.start()
+    defer { daemon.stop() }
+    try await withServer { server in try await body(daemon, server) }
+}

@@ -1,0 +1,123 @@
+import Ferry
+import Foundation
+
+/// A ferryd of one test's own: fresh data and runtime directories, the real `ferryd` binary
+/// built beside the test runner, started as a child process, killed with SIGKILL on demand,
+/// stopped at the end. Sessions made with ``configuration(_:)`` use its directories.
+final class DaemonHarness: @unchecked Sendable {  // `process` changes only on the test's own task
+    let dataDirectory: URL
+    let runtimeDirectory: URL
+    private var process: Process?
+
+    /// ferryd's output, kept after the test (outside the folders `stop()` removes).
+    var logFile: URL {
+        URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("ferryd-test-\(dataDirectory.deletingLastPathComponent().lastPathComponent).log")
+    }
+
+    var environment: [String: String] {
+        ["FERRY_DATA_DIR": dataDirectory.path, "FERRY_RUNTIME_DIR": runtimeDirectory.path]
+    }
+
+    private init(dataDirectory: URL, runtimeDirectory: URL) {
+        self.dataDirectory = dataDirectory
+        self.runtimeDirectory = runtimeDirectory
+    }
+
+    static var ferrydPath: String {
+        let runner = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        var directory = URL(fileURLWithPath: runner).deletingLastPathComponent()
+        // The runner may sit inside an .xctest bundle directory.
+        for _ in 0..<4 where !FileManager.default.isExecutableFile(atPath: directory.appendingPathComponent("ferryd").path) {
+            directory.deleteLastPathComponent()
+        }
+        return directory.appendingPathComponent("ferryd").path
+    }
+
+    /// Directories only; the library may start ferryd itself.
+    static func prepare() throws -> DaemonHarness {
+        let base = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("ferry-bg-\(UUID().uuidString.prefix(8))")
+        let harness = DaemonHarness(dataDirectory: base.appendingPathComponent("data"), runtimeDirectory: base.appendingPathComponent("run"))
+        for directory in [harness.dataDirectory, harness.runtimeDirectory] {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        }
+        return harness
+    }
+
+    static func start() async throws -> DaemonHarness {
+        let harness = try prepare()
+        try await harness.launch()
+        return harness
+    }
+
+    func configuration(_ identifier: String) -> Configuration {
+        var configuration = Configuration.background(identifier: identifier)
+        configuration.ferryEnvironment = environment.merging(["FERRYD_PATH": Self.ferrydPath]) { $1 }
+        return configuration
+    }
+
+    private func launch() async throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.ferrydPath)
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let log = logFile
+        FileManager.default.createFile(atPath: log.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: log)
+        try handle.seekToEnd()
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+        self.process = process
+        let socket = runtimeDirectory.appendingPathComponent("ferryd.sock").path
+        for _ in 0..<200 {
+            if FileManager.default.fileExists(atPath: socket) { return }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        throw HarnessError("ferryd did not create \(socket) within 5 s; log: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
+    }
+
+    /// SIGKILL, and wait until it is gone.
+    func kill9() throws {
+        guard let process else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        self.process = nil
+    }
+
+    func restart() async throws {
+        try kill9()
+        try await launch()
+    }
+
+    func stop() {
+        if let process, process.isRunning {
+            process.terminate()
+            for _ in 0..<200 where process.isRunning { usleep(25_000) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            process.waitUntilExit()
+        }
+        process = nil
+        stopStartedDaemon()
+        try? FileManager.default.removeItem(at: dataDirectory.deletingLastPathComponent())
+    }
+
+    /// ferryd processes serving these directories (one started by the library, not by us).
+    func runningDaemonPIDs() -> [Int32] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap { Int32($0) }.filter { pid in
+            guard let exe = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe"), exe.hasSuffix("/ferryd"),
+                let environ = try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/environ"))
+            else { return false }
+            return environ.split(separator: 0).contains { String(decoding: $0, as: UTF8.self) == "FERRY_RUNTIME_DIR=\(runtimeDirectory.path)" }
+        }
+    }
+
+    /// Kills a ferryd the library started for these directories.
+    func stopStartedDaemon() {
+        for pid in runningDaemonPIDs() { kill(pid, SIGKILL) }
+    }
+}
+
+struct HarnessError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
