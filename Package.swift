@@ -17,6 +17,8 @@ let package = Package(
         .executable(name: "byteclub-server", targets: ["ByteClubServerApp"]),
         .executable(name: "ferry-testserver", targets: ["FerryTestServer"]),
         .executable(name: "ferryd", targets: ["FerryDaemonApp"]),
+        .executable(name: "photodrop", targets: ["PhotoDropApp"]),
+        .executable(name: "photodrop-share", targets: ["PhotoDropShare"]),
     ],
     dependencies: [
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
@@ -197,6 +199,17 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // MARK: Examples
+        // PhotoDrop: an app and its share extension sharing a background session through an
+        // app group; PhotoDropKit is the completion code both run (rule 5 of the ferryd issue).
+        .target(
+            name: "PhotoDropKit",
+            dependencies: ["Ferry", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
+            path: "Examples/PhotoDrop/Kit",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(name: "PhotoDropApp", dependencies: ["PhotoDropKit", "Ferry"], path: "Examples/PhotoDrop/App", swiftSettings: swiftSettings),
+        .executableTarget(name: "PhotoDropShare", dependencies: ["PhotoDropKit", "Ferry"], path: "Examples/PhotoDrop/Share", swiftSettings: swiftSettings),
         // MARK: Tests
         .testTarget(
             name: "FerryEngineTests",
@@ -206,7 +219,8 @@ let package = Package(
         .testTarget(
             name: "FerryTests",
             // FerryDaemonApp: so that `swift test` builds the `ferryd` the background tests run.
-            dependencies: ["Ferry", "FerryTestSupport", "FerryDaemonApp"],
+            // and the example apps and byteclub-server the end-to-end tests run.
+            dependencies: ["Ferry", "FerryApps", "FerryTestSupport", "FerryDaemonApp", "PhotoDropApp", "PhotoDropShare", "ByteClubServerApp"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,0 +1,160 @@
+import Ferry
+import FerryApps
+import FerryTestSupport
+import Foundation
+import Testing
+
+/// The share-extension story end to end, with real programs: `photodrop-share` (the extension)
+/// hands an image upload to the group's background session and exits; ferryd uploads it to
+/// byteclub-server's images API; nobody is connected, so ferryd launches `photodrop` (the
+/// containing app, never the extension), which reconnects, records the one completion with
+/// the server's JSON, is told that the events are finished, and exits.
+@Suite("PhotoDrop: an extension hands off, ferryd relaunches the app", .serialized, .timeLimit(.minutes(2)))
+struct PhotoDropTests {
+    @Test("the extension exits within 100 ms of resume(); the app is launched and records exactly one completion carrying the server's response")
+    func extensionUploadsAppIsLaunched() async throws {
+        let daemon = try await DaemonHarness.start()
+        defer { daemon.stop() }
+        let server = try await ByteClubProcess.start(clientID: "photodrop-client")
+        defer { server.stop() }
+        let binaries = DaemonHarness.ferrydPath.replacingOccurrences(of: "/ferryd", with: "")
+        let registry = AppRegistry(paths: FerryPaths(dataDirectory: daemon.dataDirectory, runtimeDirectory: daemon.runtimeDirectory))
+        try registry.install(AppManifest(
+            bundleIdentifier: "org.ferry.photodrop", name: "PhotoDrop",
+            executables: ["\(binaries)/photodrop"], launch: ["\(binaries)/photodrop"],
+            appGroups: [PhotoDropConstants.group],
+            extensions: [ExtensionManifest(
+                bundleIdentifier: "org.ferry.photodrop.share", name: "Share to PhotoDrop",
+                executables: ["\(binaries)/photodrop-share"], backgroundSessionIdentifier: PhotoDropConstants.session)]))
+
+        let scratch = try makeTemporaryDirectory()
+        let image = scratch.appendingPathComponent("cow.jpg")
+        try runTool("/usr/bin/convert", ["-size", "640x480", "gradient:sienna-khaki", image.path])
+        let imageBytes = try Data(contentsOf: image)
+
+        // The extension: prints the monotonic time right after resume(), then exits.
+        let share = Process()
+        share.executableURL = URL(fileURLWithPath: "\(binaries)/photodrop-share")
+        share.arguments = [image.path, "\(server.baseURL)/3/image", "Client-ID photodrop-client"]
+        share.environment = ProcessInfo.processInfo.environment.merging(daemon.environment) { $1 }
+        let output = scratch.appendingPathComponent("share.out")
+        FileManager.default.createFile(atPath: output.path, contents: nil)
+        share.standardOutput = try FileHandle(forWritingTo: output)
+        let exited = ExitClock()
+        share.terminationHandler = { _ in exited.mark() }
+        try share.run()
+        share.waitUntilExit()
+        #expect(share.terminationStatus == 0)
+        let printed = try String(contentsOf: output, encoding: .utf8).split(separator: "\n")
+        let resumedAt = try #require(printed.first { $0.hasPrefix("resumed-at ") }.flatMap { UInt64($0.dropFirst("resumed-at ".count)) })
+        let exitedAt = try #require(exited.value)
+        let exitMilliseconds = Double(exitedAt - resumedAt) / 1e6
+        #expect(exitMilliseconds < 100, "the extension took \(exitMilliseconds) ms to exit after resume()")
+
+        // ferryd uploads, finds nobody connected, and launches the app; the app records.
+        let log = FerryPaths(dataDirectory: daemon.dataDirectory, runtimeDirectory: daemon.runtimeDirectory)
+            .containerURL(forGroup: PhotoDropConstants.group).appendingPathComponent("uploads.jsonl")
+        var records: [[String: Any]] = []
+        for _ in 0..<600 {  // up to 30 s
+            if let text = try? String(contentsOf: log, encoding: .utf8), !text.isEmpty {
+                records = text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+                if !records.isEmpty { break }
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        try await Task.sleep(for: .milliseconds(500))  // a second completion, if any, would land now
+        records = (try? String(contentsOf: log, encoding: .utf8))?.split(separator: "\n")
+            .compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] } ?? []
+        #expect(records.count == 1)
+        let record = try #require(records.first)
+        #expect(record["handledBy"] as? String == "app")
+        #expect(record["status"] as? Int == 200)
+        #expect(record["error"] == nil)
+        let response = try #require((record["response"] as? String).flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] })
+        let data = try #require(response["data"] as? [String: Any])
+        #expect(data["width"] as? Int == 640)
+        #expect(data["height"] as? Int == 480)
+        #expect(data["size"] as? Int == imageBytes.count)
+        // The server holds the very bytes.
+        let link = try #require((data["link"] as? String).flatMap(URL.init(string:)))
+        let (stored, _) = try await Session.shared.data(for: Request(url: link))
+        #expect(sha256Hex(stored) == sha256Hex(imageBytes))
+        // ferryd launched the app, not the extension.
+        let launchLog = daemon.dataDirectory.appendingPathComponent("logs/org.ferry.photodrop.log")
+        #expect(FileManager.default.fileExists(atPath: launchLog.path))
+        #expect(!FileManager.default.fileExists(atPath: daemon.dataDirectory.appendingPathComponent("logs/org.ferry.photodrop.share.log").path))
+    }
+}
+
+enum PhotoDropConstants {
+    static let group = "group.org.ferry.photodrop"
+    static let session = "org.ferry.photodrop.upload"
+}
+
+/// CLOCK_MONOTONIC in nanoseconds, the clock the extension prints.
+func monotonicNanoseconds() -> UInt64 {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+}
+
+/// When a process was seen to exit.
+final class ExitClock: @unchecked Sendable {  // written once by the termination handler, read after waitUntilExit
+    private let lock = NSLock()
+    private var at: UInt64?
+    func mark() { lock.withLock { at = monotonicNanoseconds() } }
+    var value: UInt64? { lock.withLock { at } }
+}
+
+func runTool(_ path: String, _ arguments: [String]) throws {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: path)
+    process.arguments = arguments
+    try process.run()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else { throw HarnessError("\(path) \(arguments) failed with \(process.terminationStatus)") }
+}
+
+/// byteclub-server, the real binary, on a free port with a fresh data folder.
+struct ByteClubProcess {
+    let process: Process
+    let baseURL: String
+    let directory: URL
+
+    static func start(clientID: String) async throws -> ByteClubProcess {
+        let binary = DaemonHarness.ferrydPath.replacingOccurrences(of: "/ferryd", with: "/byteclub-server")
+        let directory = try makeTemporaryDirectory()
+        let output = directory.appendingPathComponent("stdout")
+        FileManager.default.createFile(atPath: output.path, contents: nil)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["--port", "0", "--data-dir", directory.appendingPathComponent("data").path,
+                             "--dev-client-id", clientID, "--log-level", "warning"]
+        process.standardOutput = try FileHandle(forWritingTo: output)
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        for _ in 0..<300 {
+            let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+            if let range = text.range(of: "listening on http://127.0.0.1:") {
+                let digits = text[range.upperBound...].prefix { $0.isNumber }
+                if !digits.isEmpty, text[range.upperBound...].dropFirst(digits.count).first == "\n" {
+                    return ByteClubProcess(process: process, baseURL: "http://127.0.0.1:\(digits)", directory: directory)
+                }
+            }
+            guard process.isRunning else { throw HarnessError("byteclub-server exited: \(text)") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        process.terminate()
+        throw HarnessError("byteclub-server did not start within 15 s")
+    }
+
+    func stop() {
+        // SIGTERM; an idle keep-alive connection may hold the graceful stop for its grace
+        // period, which is byteclub-server's own business, not this test's.
+        process.terminate()
+        for _ in 0..<60 where process.isRunning { usleep(50_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
