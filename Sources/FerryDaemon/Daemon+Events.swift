@@ -46,8 +46,8 @@ extension Daemon {
         var sentAny = false
         repeat {
             pumpAgain.remove(session)
-            guard let owner = owners[session], let connection = connections[owner] else { return }
-            let after = delivered[session] ?? 0
+            // `delivered` is set once the owner's `attached` reply is out: no event overtakes it.
+            guard let owner = owners[session], let connection = connections[owner], let after = delivered[session] else { return }
             let records: [EventRecord]
             do {
                 records = try await store.undeliveredEvents(in: session, after: after, limit: 200)
@@ -56,7 +56,7 @@ extension Daemon {
                 return
             }
             // The owner may have changed while the store was read: start over for the new one.
-            guard owners[session] == owner, (delivered[session] ?? 0) == after else {
+            guard owners[session] == owner, delivered[session] == after else {
                 pumpAgain.insert(session)
                 continue
             }

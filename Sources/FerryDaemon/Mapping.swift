@@ -55,7 +55,9 @@ extension TaskRecord {
 }
 
 extension Date {
-    var iso8601: String { ISO8601DateFormatter().string(from: self) }
+    /// `2026-11-23T02:12:08Z`, for messages and logs (a value-type format: no formatter is
+    /// built per call).
+    var iso8601: String { formatted(.iso8601) }
 }
 
 /// A task's identity across sessions.

@@ -140,6 +140,9 @@ public struct TaskSubmission: Hashable, Sendable, Codable {
         self.timeoutIntervalForRequest = timeoutIntervalForRequest
     }
 
+    /// The characters of an HTTP token (RFC 9110 §5.6.2), for methods.
+    static let tokenCharacters = Set("!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+
     /// Checks what can be checked without the daemon's state.
     ///
     /// - Throws: ``FerryProtocolError/Code/badRequest`` naming the first field that is wrong.
@@ -154,8 +157,7 @@ public struct TaskSubmission: Hashable, Sendable, Codable {
         else {
             throw bad("a task's URL must be http or https with a host")
         }
-        let tokenCharacters = Set("!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
-        guard !request.method.isEmpty, request.method.allSatisfy(tokenCharacters.contains) else {
+        guard !request.method.isEmpty, request.method.allSatisfy(Self.tokenCharacters.contains) else {
             throw bad("the HTTP method must be a token such as GET or POST")
         }
         if kind == .upload, bodyFile?.isEmpty ?? true { throw bad("an upload needs a body file") }
