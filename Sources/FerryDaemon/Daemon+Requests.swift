@@ -33,7 +33,12 @@ extension Daemon {
             }
             return .invalidated(SessionReference(sessionIdentifier: invalidate.sessionIdentifier))
         case .acknowledge(let ack):
+            let handedOver = try await finishedDownloads(in: ack.sessionIdentifier, upTo: ack.upToSequence)
             let removed = try await store.acknowledge(session: ack.sessionIdentifier, upTo: ack.upToSequence)
+            // As the platform does: a downloaded file the app did not move during its callback
+            // is deleted. Only files in ferryd's own downloads folder; a destination the app
+            // named is the app's.
+            for file in handedOver { try? FileManager.default.removeItem(at: file) }
             if try await store.undeliveredEvents(in: ack.sessionIdentifier, limit: 1).isEmpty {
                 // Everything delivered: the launch backoff starts afresh next time.
                 launches[ack.sessionIdentifier]?.timer?.cancel()
@@ -67,6 +72,25 @@ extension Daemon {
             }
         default:
             break
+        }
+    }
+
+    /// The files of the `downloadFinished` events up to `sequence` that lie in ferryd's own
+    /// downloads folder of the session's container.
+    private func finishedDownloads(in session: String, upTo sequence: Int64) async throws -> [URL] {
+        guard let record = try await store.session(session) else { return [] }
+        let folder = containerURL(of: record).appendingPathComponent("downloads", isDirectory: true)
+        var files: [URL] = []
+        var after: Int64 = 0
+        while true {
+            let events = try await store.undeliveredEvents(in: session, after: after, limit: 500).filter { $0.sequence <= sequence }
+            for event in events where event.kind == "downloadFinished" {
+                if case .downloadFinished(let finished)? = try? event.event().kind, Self.isInside(finished.location, folder) {
+                    files.append(URL(fileURLWithPath: finished.location))
+                }
+            }
+            guard events.count == 500, let last = events.last?.sequence else { return files }
+            after = last
         }
     }
 

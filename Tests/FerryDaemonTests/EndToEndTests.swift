@@ -50,6 +50,8 @@ struct EndToEndTests {
         guard case .acknowledged(let ack) = try await client.request(.acknowledge(Acknowledge(sessionIdentifier: "s1", upToSequence: last)))
         else { throw TestFailure("not acknowledged") }
         #expect(ack.upToSequence == last)
+        // Not moved by the app while it handled the event: deleted, as the platform does.
+        #expect(!FileManager.default.fileExists(atPath: finished.location))
         client.close()
         client = try await RawClient.connected(to: ferryd.socketPath, name: "app")
         try await client.attachAfterReconnect("s1")
