@@ -175,6 +175,60 @@ struct SchedulingTests {
         try await server.shutdown()
         await ferryd.shutdown()
     }
+
+    @Test("global limit 1: runnable tasks start by priority, the others say globalLimit")
+    func priorityAndGlobalLimit() async throws {
+        let ferryd = try await InProcessDaemon { $0.globalTaskLimit = 1 }
+        let server = try await TestHTTPServer.start()
+        let client = try await ferryd.client()
+        try await client.request(.attach("s"))
+        var ids: [Double: Int] = [:]
+        for priority in [0.1, 0.9, 0.5] {
+            var submission = TaskSubmission.download("s", server.baseURL + "/bytes/50000?seed=\(Int(priority * 10))&drip=100000")
+            submission.priority = priority
+            submission.earliestBeginDate = ferryd.clock.now.addingTimeInterval(10)
+            ids[priority] = try await client.submit(submission).taskIdentifier
+        }
+        ferryd.clock.advance(by: 10)
+        try await ferryd.eventually("the highest priority runs, the others wait for the limit") {
+            let high = try await client.task("s", ids[0.9]!)
+            let low = try await client.task("s", ids[0.1]!)
+            return high.state == .running && low.reasonKind == .globalLimit
+        }
+        _ = try await client.events(untilFinished: Set(ids.values))
+        #expect(server.requests.map(\.path) == ["/bytes/50000", "/bytes/50000", "/bytes/50000"])
+        #expect(server.requests.compactMap { $0.uri.split(separator: "seed=").last?.prefix(1) } == ["9", "5", "1"])
+        #expect(server.maxConcurrentConnections == 1)
+        try await server.shutdown()
+        await ferryd.shutdown()
+    }
+
+    @Test("invalidate with cancelTasks cancels what has not finished and frees the session")
+    func invalidateAndCancel() async throws {
+        let ferryd = try await InProcessDaemon()
+        let server = try await TestHTTPServer.start()
+        let client = try await ferryd.client()
+        try await client.request(.attach("s"))
+        let slow = try await client.submit(.download("s", server.baseURL + "/bytes/400000?drip=50000"))
+        var later = TaskSubmission.download("s", server.baseURL + "/bytes/10")
+        later.earliestBeginDate = ferryd.clock.now.addingTimeInterval(600)
+        let waiting = try await client.submit(later)
+        try await ferryd.eventually("the slow download runs") { try await ferryd.task("s", slow.taskIdentifier).state == .running }
+        guard case .invalidated = try await client.request(.invalidate(Invalidate(sessionIdentifier: "s", cancelTasks: true))) else {
+            throw TestFailure("not invalidated")
+        }
+        #expect(try await ferryd.task("s", slow.taskIdentifier).state == .cancelled)
+        #expect(try await ferryd.task("s", waiting.taskIdentifier).state == .cancelled)
+        let error = await #expect(throws: FerryProtocolError.self) {
+            try await client.request(.acknowledge(Acknowledge(sessionIdentifier: "s", upToSequence: 1)))
+        }
+        #expect(error?.code == .notOwner)
+        let next = try await ferryd.client("next")
+        guard case .attached(let attached) = try await next.request(.attach("s")) else { throw TestFailure("no attach") }
+        #expect(attached.owner && attached.tasks.allSatisfy { $0.state == .cancelled })
+        try await server.shutdown()
+        await ferryd.shutdown()
+    }
 }
 
 extension Array {
