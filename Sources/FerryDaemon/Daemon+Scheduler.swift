@@ -26,15 +26,22 @@ extension Daemon {
             let now = clock.now
             var deadline = (try? await store.nextRunnableDate(after: now)) ?? nil
             if let next = deadline, next <= now {
+                guard leftBlocked else {
+                    // Became due while this pass ran (the clock moved): look again now.
+                    await Task.yield()
+                    continue
+                }
                 // Runnable but held by a limit: a finishing task wakes us; look again in a second anyway.
-                deadline = now.addingTimeInterval(leftBlocked ? 1 : 0.05)
+                deadline = now.addingTimeInterval(1)
             }
             await wakeup.wait(until: deadline, clock: clock)
         }
     }
 
     /// One pass: starts runnable tasks within the global and per-host limits, highest
-    /// priority first, and records why the others wait. Returns whether any was held back.
+    /// priority first, and records why the others wait. Returns whether any was held back
+    /// (or the store could not be read): then the scheduler looks again on a wake-up or in a
+    /// second, not at once.
     func runDueTasks() async -> Bool {
         let now = clock.now
         let due: [TaskRecord]
@@ -42,13 +49,16 @@ extension Daemon {
             due = try await store.runnableTasks(now: now, limit: 1000)
         } catch {
             logger.error("cannot read runnable tasks", metadata: ["error": "\(error)"])
-            return false
+            return true  // look again in a second, not at once
         }
         var held: [TaskKey: WaitingReason] = [:]
         var limits: [String: Int] = [:]
         for record in due where !isStopping {
             let key = record.key
-            guard running[key] == nil else { continue }
+            guard running[key] == nil else {
+                held[key] = WaitingReason(kind: .ready, message: "starting")  // its start is under way
+                continue
+            }
             if running.count >= configuration.globalTaskLimit {
                 held[key] = WaitingReason(
                     kind: .globalLimit, message: "ferryd already runs \(configuration.globalTaskLimit) tasks, its limit")
