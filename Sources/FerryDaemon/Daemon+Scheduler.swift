@@ -21,7 +21,12 @@ extension Daemon {
     /// Starts what may start, then sleeps until the next begin date or retry time, or until
     /// woken (a submission, a finished task, a resumed one).
     func schedulerLoop() async {
+        var lastCleanup: Date?
         while !Task.isCancelled, !isStopping {
+            if lastCleanup.map({ clock.now.timeIntervalSince($0) >= 3600 }) ?? true {
+                lastCleanup = clock.now
+                await forgetFinishedTasks()
+            }
             let leftBlocked = await runDueTasks()
             let now = clock.now
             var deadline = (try? await store.nextRunnableDate(after: now)) ?? nil
@@ -34,6 +39,7 @@ extension Daemon {
                 // Runnable but held by a limit: a finishing task wakes us; look again in a second anyway.
                 deadline = now.addingTimeInterval(1)
             }
+            if let cleanup = lastCleanup?.addingTimeInterval(3600) { deadline = min(deadline ?? cleanup, cleanup) }
             await wakeup.wait(until: deadline, clock: clock)
         }
     }
@@ -84,6 +90,17 @@ extension Daemon {
         }
         blocked = held
         return !held.isEmpty
+    }
+
+    /// Deletes finished, fully acknowledged tasks older than the retention (at start, then
+    /// at most hourly).
+    func forgetFinishedTasks() async {
+        do {
+            let deleted = try await store.deleteFinishedTasks(changedBefore: clock.now.addingTimeInterval(-configuration.finishedTaskRetention))
+            if deleted > 0 { logger.info("forgot finished tasks", metadata: ["count": "\(deleted)"]) }
+        } catch {
+            logger.warning("cannot forget finished tasks", metadata: ["error": "\(error)"])
+        }
     }
 
     /// Stops a running transfer for a control request or shutdown, and waits until it has

@@ -35,6 +35,9 @@ public struct DaemonConfiguration: Sendable {
     public var maximumRetryDelay: TimeInterval = 600
     /// A launched app that has not attached after this long is launched again (with backoff).
     public var launchConnectTimeout: TimeInterval = 60
+    /// Finished tasks whose events were all acknowledged are forgotten this long after their
+    /// last change (their idempotency keys with them).
+    public var finishedTaskRetention: TimeInterval = 7 * 24 * 3600
 
     public init(socketURL: URL, storeURL: URL, dataDirectory: URL) {
         self.socketURL = socketURL

@@ -241,6 +241,25 @@ extension FerryStore {
         }
     }
 
+    /// Deletes completed, failed and cancelled tasks last changed before `date` whose events
+    /// have all been acknowledged (the platform forgets finished tasks too). Their
+    /// idempotency keys are forgotten with them. Returns how many went.
+    @discardableResult
+    public func deleteFinishedTasks(changedBefore date: Date) async throws -> Int {
+        try await write("delete finished tasks") { db in
+            try db.execute(
+                sql: """
+                    DELETE FROM task
+                    WHERE state IN ('completed', 'failed', 'cancelled') AND updated_at < ?
+                      AND NOT EXISTS (SELECT 1 FROM event
+                                      WHERE event.session_identifier = task.session_identifier
+                                        AND event.task_identifier = task.task_identifier)
+                    """,
+                arguments: [date.timeIntervalSince1970])
+            return db.changesCount
+        }
+    }
+
     static func fetchTask(_ db: Database, session: String, task: Int) throws -> TaskRecord? {
         try TaskRecord.fetchOne(
             db, sql: "SELECT * FROM task WHERE session_identifier = ? AND task_identifier = ?", arguments: [session, task])

@@ -227,6 +227,26 @@ struct SchedulingTests {
         try await server.shutdown()
         await ferryd.shutdown()
     }
+
+    @Test("a finished task whose events were acknowledged is forgotten after the retention, on the hourly clean-up")
+    func retention() async throws {
+        let ferryd = try await InProcessDaemon { $0.finishedTaskRetention = 60 }
+        let server = try await TestHTTPServer.start()
+        let client = try await ferryd.client()
+        try await client.request(.attach("s"))
+        let task = try await client.submit(.download("s", server.baseURL + "/bytes/10"))
+        let events = try await client.events(untilFinished: [task.taskIdentifier])
+        try await client.request(.acknowledge(Acknowledge(sessionIdentifier: "s", upToSequence: events.last!.sequence)))
+        ferryd.clock.advance(by: 59 * 60)
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(try await ferryd.store.task(session: "s", task: task.taskIdentifier) != nil)
+        ferryd.clock.advance(by: 60)
+        try await ferryd.eventually("the task is forgotten") {
+            try await ferryd.store.task(session: "s", task: task.taskIdentifier) == nil
+        }
+        try await server.shutdown()
+        await ferryd.shutdown()
+    }
 }
 
 extension Array {

@@ -92,3 +92,19 @@ struct BatchSubmitTests {
         }
     }
 }
+
+@Suite("Forgetting finished tasks")
+struct RetentionTests {
+    @Test("only finished tasks, changed before the date, with every event acknowledged, are deleted")
+    func deleteFinished() async throws {
+        try await withStore { (store, _) async throws in
+            for name in ["old-done", "old-unacked", "old-waiting", "new-done"] { _ = try await store.submit(download(name), now: t0) }
+            _ = try await store.updateState(session: "s", task: 1, to: .completed, now: t0)
+            _ = try await store.updateState(session: "s", task: 2, to: .failed, appending: [event(2, "failed")], now: t0)
+            _ = try await store.updateState(session: "s", task: 4, to: .completed, now: t0 + 100)
+            #expect(try await store.deleteFinishedTasks(changedBefore: t0 + 50) == 1)
+            #expect(try await store.tasks(in: "s").map(\.taskDescription) == ["old-unacked", "old-waiting", "new-done"])
+            #expect(try await store.nextTaskIdentifier(in: "s") == 5)  // identifiers are not reused
+        }
+    }
+}
