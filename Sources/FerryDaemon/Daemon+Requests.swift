@@ -109,6 +109,9 @@ extension Daemon {
                 "\(app.bundleIdentifier ?? "this process") is not in app group \(group): add the group to the app's manifest (ferry apps install)")
         }
         let existing = try await store.session(session)
+        if !attach.owner, existing == nil {
+            throw unknownSession(session)  // watching creates nothing
+        }
         if attach.owner, let group = existing?.sharedContainerIdentifier, !app.appGroups.contains(group) {
             throw FerryProtocolError(.notInAppGroup, "session \(session) lives in app group \(group), which \(app.bundleIdentifier ?? "this process") is not in")
         }

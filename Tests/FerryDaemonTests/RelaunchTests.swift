@@ -82,6 +82,8 @@ struct RelaunchTests {
         let cli = try await plain.client()
         let refused = await #expect(throws: FerryProtocolError.self) { try await cli.request(.attach("x", group: "group.example")) }
         #expect(refused?.code == .notInAppGroup)
+        let unknown = await #expect(throws: FerryProtocolError.self) { try await cli.request(.attach("x", owner: false)) }
+        #expect(unknown?.code == .unknownSession)  // watching creates no session
         guard case .attached(let own) = try await cli.request(.attach("x")) else { throw TestFailure("no attach") }
         #expect(own.owner)
         await plain.shutdown()
