@@ -160,8 +160,8 @@ extension Daemon {
             case .failure(let error):
                 try await attemptFailed(record, error: error, snapshot: snapshot, deadline: deadline, logger: logger)
             }
-        } catch is StartRefused {
-            return
+        } catch let error as FerryStoreError where error.underlyingError is StartRefused {
+            return  // suspended or cancelled while it was being started: not ours to change
         } catch {
             logger.error("task could not be run", metadata: ["error": "\(error)"])
             try? await fail(key, code: "unknown", message: "ferryd could not run the task: \(error)", resumeData: nil)
