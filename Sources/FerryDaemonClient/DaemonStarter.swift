@@ -41,8 +41,19 @@ struct DaemonStarter {
             for pointer in argv { free(pointer) }
             for pointer in envp { free(pointer) }
         }
+        // Only stdin, stdout and stderr go to the shell (and so to ferryd): a descriptor of
+        // ours left open in ferryd — a pipe a parent waits on for EOF, a listening socket —
+        // would outlive this process by as long as ferryd runs.
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        // posix_spawn_file_actions_addclosefrom_np (glibc ≥ 2.34) is hidden from Swift: look it up.
+        typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+        if let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") {
+            _ = unsafeBitCast(symbol, to: AddCloseFrom.self)(&actions, 3)
+        }
         var pid = pid_t()
-        let result = posix_spawn(&pid, arguments[0], nil, &attributes, argv, envp)
+        let result = posix_spawn(&pid, arguments[0], &actions, &attributes, argv, envp)
         guard result == 0 else {
             throw .cannotStartDaemon("posix_spawn of /bin/sh failed: \(String(cString: strerror(result)))")
         }

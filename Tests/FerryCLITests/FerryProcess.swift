@@ -38,7 +38,7 @@ enum FerryBinary {
     }()
 
     /// Starts `ferry args…` with stdout and stderr going to files in `scratch`.
-    static func start(_ args: [String], in scratch: URL) throws -> (Process, URL, URL) {
+    static func start(_ args: [String], in scratch: URL, environment: [String: String] = [:]) throws -> (Process, URL, URL) {
         let binary = try #require(binary, "the ferry binary was not built next to the tests")
         let id = UUID().uuidString.prefix(8)
         let out = scratch.appendingPathComponent("stdout-\(id)")
@@ -48,6 +48,7 @@ enum FerryBinary {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = args
+        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         process.currentDirectoryURL = scratch
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = try FileHandle(forWritingTo: out)
@@ -78,8 +79,8 @@ enum FerryBinary {
     }
 
     /// Runs `ferry args…` to its end (at most `timeout` seconds).
-    static func run(_ args: [String], in scratch: URL, timeout: Double = 60) async throws -> FerryRun {
-        try await wait(try start(args, in: scratch), timeout: timeout)
+    static func run(_ args: [String], in scratch: URL, timeout: Double = 60, environment: [String: String] = [:]) async throws -> FerryRun {
+        try await wait(try start(args, in: scratch, environment: environment), timeout: timeout)
     }
 }
 

@@ -42,22 +42,8 @@ struct Enqueue {
             }
             return
         }
-        let outcome = try await follow(task, on: connection, quiet: options.json)
-        var location = outcome.location
-        if let status = outcome.status, status >= 400, let from = location {
-            // As `ferry get`: an error page is not the file asked for.
-            try? FileManager.default.removeItem(atPath: from)
-            location = nil
-        }
-        if let moveTo, let from = location {
-            do {
-                try? FileManager.default.removeItem(atPath: moveTo)
-                try FileManager.default.moveItem(atPath: from, toPath: moveTo)
-                location = moveTo
-            } catch {
-                throw CLIFailure(exitStatus: ExitStatus.cannotWrite, code: "cannotWriteToFile", message: "cannot move the download from \(from) to \(moveTo): \(error.localizedDescription)")
-            }
-        }
+        let outcome = try await follow(task, on: connection, quiet: options.json, moveTo: moveTo)
+        let location = outcome.location
         if options.json {
             JSONOutput.print(Submitted(session: task.sessionIdentifier, task: task.taskIdentifier, existing: submitted.existing,
                                        state: outcome.failure == nil ? "completed" : "failed", destination: location))
@@ -77,38 +63,57 @@ struct Enqueue {
         var failure: TransferFailure?
     }
 
-    /// Takes the task's events (acknowledging each) until its last one.
-    static func follow(_ task: TaskInfo, on connection: DaemonConnection, quiet: Bool) async throws -> Outcome {
+    /// Takes the task's events until its last one, acknowledging each after it was handled:
+    /// ferryd deletes a finished download once its event is acknowledged, so the file is moved
+    /// to `moveTo` first (an error page is deleted instead, as `ferry get` does).
+    static func follow(_ task: TaskInfo, on connection: DaemonConnection, quiet: Bool, moveTo: String?) async throws -> Outcome {
         let bar = ProgressBar(label: "#\(task.taskIdentifier)", enabled: !quiet)
+        defer { bar.stop() }
         var outcome = Outcome()
         var body = Data()
         for await message in connection.pushedMessages {
-            switch message {
-            case .progress(let p) where p.taskIdentifier == task.taskIdentifier:
-                let (done, total) = task.kind == .upload ? (p.bytesSent, p.bytesExpectedToSend ?? 0) : (p.bytesReceived, p.bytesExpectedToReceive ?? 0)
-                bar.update(done: done, total: total)
-            case .event(let event):
-                _ = try? await connection.send(.acknowledge(Acknowledge(sessionIdentifier: event.sessionIdentifier, upToSequence: event.sequence)))
-                guard event.taskIdentifier == task.taskIdentifier else { continue }
+            guard case .event(let event) = message else {
+                if case .progress(let p) = message, p.taskIdentifier == task.taskIdentifier {
+                    let (done, total) = task.kind == .upload ? (p.bytesSent, p.bytesExpectedToSend ?? 0) : (p.bytesReceived, p.bytesExpectedToReceive ?? 0)
+                    bar.update(done: done, total: total)
+                }
+                continue
+            }
+            var last = false
+            if event.taskIdentifier == task.taskIdentifier {
                 switch event.kind {
                 case .response(let head): outcome.status = head.statusCode
                 case .data(let bytes): body.append(bytes)
-                case .downloadFinished(let finished): outcome.location = finished.location
+                case .downloadFinished(let finished):
+                    outcome.location = try place(finished.location, moveTo: moveTo, status: outcome.status)
                 case .completed:
-                    bar.stop()
                     outcome.body = body
-                    return outcome
+                    last = true
                 case .failed(let failure):
-                    bar.stop()
                     outcome.failure = failure
-                    return outcome
+                    last = true
                 }
-            default:
-                continue
             }
+            _ = try? await connection.send(.acknowledge(Acknowledge(sessionIdentifier: event.sessionIdentifier, upToSequence: event.sequence)))
+            if last { return outcome }
         }
-        bar.stop()
         throw CLIFailure(exitStatus: ExitStatus.failure, code: "connectionLost", message: "ferryd closed the connection before the task ended; it goes on there (`ferry list`)")
+    }
+
+    /// Where a finished download ends up: moved to `moveTo`, or nowhere for an HTTP error.
+    private static func place(_ file: String, moveTo: String?, status: Int?) throws -> String? {
+        if let status, status >= 400 {
+            try? FileManager.default.removeItem(atPath: file)
+            return nil
+        }
+        guard let moveTo else { return file }
+        do {
+            try? FileManager.default.removeItem(atPath: moveTo)
+            try FileManager.default.moveItem(atPath: file, toPath: moveTo)
+            return moveTo
+        } catch {
+            throw CLIFailure(exitStatus: ExitStatus.cannotWrite, code: "cannotWriteToFile", message: "cannot move the download from \(file) to \(moveTo): \(error.localizedDescription)")
+        }
     }
 
     static func headers(_ lines: [String]) throws -> [Header] {
@@ -209,9 +214,11 @@ struct Download: AsyncParsableCommand {
             let source = try Check.url(url)
             let name = source.lastPathComponent.isEmpty || source.lastPathComponent == "/" ? "index.html" : source.lastPathComponent
             // ferryd writes only inside the session's container; the file is moved out with --wait.
+            // Not in ferryd's own downloads/ folder, whose files it deletes once handed over:
+            // without --wait nobody moves this one, and it stays where we said it would be.
             let container = try DaemonAccess.paths().sessionFiles(options.session)
             let safeName = name.replacingOccurrences(of: "/", with: "_")
-            let destination = container.appendingPathComponent("downloads/\(UUID().uuidString.prefix(8))-\(safeName)").path
+            let destination = container.appendingPathComponent("cli-downloads/\(UUID().uuidString.prefix(8))-\(safeName)").path
             let request = TaskRequest(url: source, method: "GET", headers: try Enqueue.headers(enqueue.header))
             let submission = TaskSubmission(
                 sessionIdentifier: options.session, kind: .download, request: request, destination: destination,

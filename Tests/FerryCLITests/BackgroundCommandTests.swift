@@ -1,0 +1,140 @@
+import FerryTestSupport
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `ferry upload|download|list|explain|pause|resume|cancel|daemon`, run as a user runs them:
+/// the real `ferry` binary, which starts the real `ferryd` beside it on first use, each test
+/// with folders of its own.
+@Suite("ferry with ferryd", .serialized, .timeLimit(.minutes(2)))
+struct BackgroundCommandTests {
+    /// Runs `ferry` with this test's Ferry folders.
+    struct Ferry {
+        let scratch: Scratch
+        var environment: [String: String] {
+            ["FERRY_DATA_DIR": scratch.path("data"), "FERRY_RUNTIME_DIR": scratch.path("run")]
+        }
+
+        func run(_ args: [String], timeout: Double = 30) async throws -> FerryRun {
+            try await FerryBinary.run(args, in: scratch.url, timeout: timeout, environment: environment)
+        }
+
+        /// The tasks of `ferry.cli`, from `ferry list --json`.
+        func tasks() async throws -> [[String: Any]] {
+            let listing = try await run(["list", "--json"])
+            let sessions = (try? JSONSerialization.jsonObject(with: Data(listing.stdout.utf8))) as? [[String: Any]] ?? []
+            return sessions.first { ($0["session"] as? [String: Any])?["sessionIdentifier"] as? String == "ferry.cli" }?["tasks"] as? [[String: Any]] ?? []
+        }
+
+        /// Polls until task `id` is in `state` (bounded).
+        func waitFor(task id: Int, state: String) async throws -> [String: Any]? {
+            for _ in 0..<200 {
+                if let task = try await tasks().first(where: { $0["taskIdentifier"] as? Int == id }), task["state"] as? String == state { return task }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            return nil
+        }
+
+        func stopDaemon() async { _ = try? await run(["daemon", "stop"]) }
+    }
+
+    func withFerry(_ body: (Ferry, TestHTTPServer) async throws -> Void) async throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let ferry = Ferry(scratch: scratch)
+        let server = try await TestHTTPServer.start()
+        do {
+            try await body(ferry, server)
+        } catch {
+            await ferry.stopDaemon()
+            try? await server.shutdown()
+            throw error
+        }
+        await ferry.stopDaemon()
+        try await server.shutdown()
+    }
+
+    @Test("daemon status says ferryd is not running (exit 7) and does not start it")
+    func statusWithoutDaemon() async throws {
+        try await withFerry { ferry, _ in
+            let status = try await ferry.run(["daemon", "status"])
+            #expect(status.status == 7)
+            #expect(status.stderr.contains("ferryd is not running"))
+            #expect(!FileManager.default.fileExists(atPath: ferry.scratch.path("run/ferryd.sock")))
+        }
+    }
+
+    @Test("upload returns at once with the task id; ferryd starts on demand and completes it; list and status show it")
+    func uploadThenList() async throws {
+        try await withFerry { ferry, server in
+            let file = ferry.scratch.path("photo.bin")
+            let content = Data(TestContent.bytes(count: 2 << 20, seed: 4))
+            try content.write(to: URL(fileURLWithPath: file))
+            let upload = try await ferry.run(["upload", file, server.baseURL + "/upload/photo?token=s3cret", "-X", "POST"])
+            #expect(upload.status == 0)
+            let id = try #require(Int(upload.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
+            #expect(!upload.stderr.contains("s3cret"))
+            let task = try #require(try await ferry.waitFor(task: id, state: "completed"))
+            #expect(task["bytesSent"] as? Int == content.count)
+            #expect(server.requests.last { $0.path.hasPrefix("/upload/photo") }?.bodySHA256 == TestFiles.sha256Hex(content))
+            let status = try await ferry.run(["daemon", "status", "--json"])
+            #expect(status.status == 0)
+            #expect(status.json?["pid"] as? Int != nil)
+            let human = try await ferry.run(["list"])
+            #expect(human.stdout.contains("#\(id)  upload  completed"))
+            #expect(!human.stdout.contains("s3cret"))
+        }
+    }
+
+    @Test("download --wait shows progress and moves the finished file to -o, byte-exact")
+    func downloadWait() async throws {
+        try await withFerry { ferry, server in
+            let size = 3 << 20
+            let run = try await ferry.run(["download", server.baseURL + "/bytes/\(size)?seed=8", "--wait", "-o", "out.bin"])
+            #expect(run.status == 0)
+            #expect(try sha256Hex(ofFile: ferry.scratch.path("out.bin")) == TestContent.sha256Hex(count: size, seed: 8))
+        }
+    }
+
+    @Test("download --wait of a 404 exits 22 and leaves no file")
+    func downloadWaitHTTPError() async throws {
+        try await withFerry { ferry, server in
+            let run = try await ferry.run(["download", server.baseURL + "/status/404", "--wait", "-o", "missing.bin"])
+            #expect(run.status == 22)
+            #expect(!FileManager.default.fileExists(atPath: ferry.scratch.path("missing.bin")))
+        }
+    }
+
+    @Test("explain says a task waits for its begin date and when it tries; pause, resume and cancel change it")
+    func explainAndControl() async throws {
+        try await withFerry { ferry, server in
+            let submitted = try await ferry.run(["download", server.baseURL + "/bytes/1000?seed=1", "--after", "3600"])
+            let id = try #require(Int(submitted.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
+            let explained = try await ferry.run(["explain", "\(id)"])
+            #expect(explained.status == 0)
+            #expect(explained.stdout.lowercased().contains("begin"))
+            #expect(explained.stdout.contains("next try in"))
+            let paused = try await ferry.run(["pause", "\(id)", "--json"])
+            #expect(paused.json?["state"] as? String == "suspended")
+            let resumed = try await ferry.run(["resume", "\(id)", "--json"])
+            #expect(resumed.json?["state"] as? String == "waiting")
+            let cancelled = try await ferry.run(["cancel", "\(id)", "--json"])
+            #expect(cancelled.json?["state"] as? String == "cancelled")
+            #expect(server.requests.filter { $0.path.hasPrefix("/bytes/1000") }.isEmpty)
+        }
+    }
+
+    @Test("a task identifier that is not a number is a usage error; an unknown one is refused, naming it")
+    func badTaskArguments() async throws {
+        try await withFerry { ferry, server in
+            #expect(try await ferry.run(["explain", "abc"]).status == 2)
+            _ = try await ferry.run(["download", server.baseURL + "/bytes/10?seed=1", "--after", "3600"])  // starts ferryd
+            let unknown = try await ferry.run(["pause", "9999"])
+            #expect(unknown.status == 1)
+            #expect(unknown.stderr.contains("9999"))
+        }
+    }
+}
