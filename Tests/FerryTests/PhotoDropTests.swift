@@ -35,7 +35,12 @@ struct PhotoDropTests {
         // The extension: prints the monotonic time right after resume(), then exits.
         let share = Process()
         share.executableURL = URL(fileURLWithPath: "\(binaries)/photodrop-share")
-        share.arguments = [image.path, "\(server.baseURL)/3/image", "Client-ID photodrop-client"]
+        // A request bin for the extension's short, in-process note (no background session).
+        var createBin = Request(url: URL(string: "\(server.baseURL)/bins")!, method: "POST")
+        createBin.body = Data()
+        let (binJSON, _) = try await Session.shared.data(for: createBin)
+        let binURL = try #require((try JSONSerialization.jsonObject(with: binJSON) as? [String: Any])?["url"] as? String)
+        share.arguments = [image.path, "\(server.baseURL)/3/image", "Client-ID photodrop-client", "--announce", binURL]
         share.environment = ProcessInfo.processInfo.environment.merging(daemon.environment) { $1 }
         let output = scratch.appendingPathComponent("share.out")
         FileManager.default.createFile(atPath: output.path, contents: nil)
@@ -79,10 +84,50 @@ struct PhotoDropTests {
         let link = try #require((data["link"] as? String).flatMap(URL.init(string:)))
         let (stored, _) = try await Session.shared.data(for: Request(url: link))
         #expect(sha256Hex(stored) == sha256Hex(imageBytes))
+        // The short note went out in-process before the hand-off.
+        #expect(printed.contains("announced 200"))
+        let (binRequests, _) = try await Session.shared.data(for: Request(url: URL(string: binURL + "/requests")!))
+        let notes = try #require(try JSONSerialization.jsonObject(with: binRequests) as? [Any])
+        #expect(notes.count == 1)
+        #expect("\(notes)".contains("cow.jpg"))
         // ferryd launched the app, not the extension.
         let launchLog = daemon.dataDirectory.appendingPathComponent("logs/org.ferry.photodrop.log")
         #expect(FileManager.default.fileExists(atPath: launchLog.path))
         #expect(!FileManager.default.fileExists(atPath: daemon.dataDirectory.appendingPathComponent("logs/org.ferry.photodrop.share.log").path))
+    }
+}
+
+extension PhotoDropTests {
+    @Test("SIGTERM during a short in-process request (ProcessActivity) waits until it is answered, then ends the process as SIGTERM would")
+    func expiringActivityDefersTermination() async throws {
+        let daemon = try await DaemonHarness.start()
+        defer { daemon.stop() }
+        try await withServer { server in
+            let binaries = DaemonHarness.ferrydPath.replacingOccurrences(of: "/ferryd", with: "")
+            let scratch = try makeTemporaryDirectory()
+            let file = scratch.appendingPathComponent("note.bin")
+            try Data("x".utf8).write(to: file)
+            let share = Process()
+            share.executableURL = URL(fileURLWithPath: "\(binaries)/photodrop-share")
+            // The note's server answers after 1.5 s; SIGTERM comes at 0.3 s.
+            share.arguments = [file.path, server.url("/upload/never").absoluteString, "--announce", server.url("/delay/1500").absoluteString]
+            share.environment = ProcessInfo.processInfo.environment.merging(daemon.environment) { $1 }
+            let output = scratch.appendingPathComponent("out")
+            FileManager.default.createFile(atPath: output.path, contents: nil)
+            share.standardOutput = try FileHandle(forWritingTo: output)
+            let started = ContinuousClock.now
+            try share.run()
+            try await Task.sleep(for: .milliseconds(300))
+            kill(share.processIdentifier, SIGTERM)
+            share.waitUntilExit()
+            let elapsed = ContinuousClock.now - started
+            #expect(share.terminationReason == .uncaughtSignal)
+            #expect(share.terminationStatus == SIGTERM)
+            #expect(elapsed >= .milliseconds(1400), "the process ended before the short request was answered")
+            #expect(try String(contentsOf: output, encoding: .utf8).contains("announced 200"))
+            // It ended right after the note, as asked: the upload was never handed over.
+            #expect(server.requests.filter { $0.path.hasPrefix("/upload/never") }.isEmpty)
+        }
     }
 }
 
