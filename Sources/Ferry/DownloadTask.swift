@@ -51,9 +51,10 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
     override func makeTransfer() throws -> Transfer {
         if let resumeDataError { throw resumeDataError }
         var transfer = session.transfer(for: originalRequest)
+        // The file's size matters only when there is something to resume (a fresh download
+        // skips the lookup: it is a measurable part of a 16 KiB transfer).
         let validator = resumeState.withLockedValue { $0.validator }
-        let onDisk = (try? FileManager.default.attributesOfItem(atPath: partialFile.path)[.size] as? Int64) ?? nil
-        let resume = validator.flatMap { v in onDisk.map { ResumePoint(offset: $0, validator: v) } }
+        let resume = validator.flatMap { v in Self.size(of: partialFile).map { ResumePoint(offset: $0, validator: v) } }
         transfer.destination = .file(partialFile, resume: resume)
         return transfer
     }
@@ -97,12 +98,17 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
     override func errorForFailure(_ error: FerryError) -> FerryError {
         var error = error
         let validator = resumeState.withLockedValue { $0.validator }
-        let size = (try? FileManager.default.attributesOfItem(atPath: partialFile.path)[.size] as? Int64) ?? 0
+        let size = Self.size(of: partialFile) ?? 0
         let wantsResumeData = error.code != .cancelled || lock.withLockedValue { $0.cancelledForResumeData }
         if wantsResumeData, let validator, size > 0, error.code != .integrityCheckFailed {
             error.resumeData = DownloadResumeData(request: originalRequest, partialFile: partialFile, bytesReceived: size, validator: validator).encoded()
         }
         return error
+    }
+
+    static func size(of file: URL) -> Int64? {
+        var info = stat()
+        return stat(file.path, &info) == 0 ? Int64(info.st_size) : nil
     }
 
     /// Cancels the download and returns what ``Session/downloadTask(withResumeData:)`` needs

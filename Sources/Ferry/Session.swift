@@ -22,6 +22,9 @@ public final class Session: Sendable {
     /// Background sessions: the tie to ferryd, which runs their tasks.
     let background: BackgroundLink?
     let delegateQueue = DelegateQueue()
+    /// Part of this session's download file names (see `newDownloadFile`).
+    private let downloadFileTag = String(UInt64.random(in: 0...UInt64.max), radix: 36)
+    private let downloadFileCounter = NIOLockedValueBox(0)
     let logger: Logger
     /// Set on `finishTasksAndInvalidate`, `invalidateAndCancel`.
     public var sessionDescription: String? {
@@ -224,8 +227,18 @@ public final class Session: Sendable {
         }
     }
 
+    /// A fresh name in the download directory: the process, a random tag of this session and
+    /// a counter. (Not `UUID()`, which reads `/dev/urandom` each time, and with
+    /// `isDirectory: false`, so Foundation does not `stat` the path to guess: both showed up in
+    /// profiles of many small downloads.)
     func newDownloadFile() -> URL {
-        configuration.downloadDirectory.appendingPathComponent("ferry-\(UUID().uuidString).download")
+        // Its own lock: tasks are made (and this called) while `state` is held.
+        let number = downloadFileCounter.withLockedValue { count in
+            count += 1
+            return count
+        }
+        return configuration.downloadDirectory.appendingPathComponent(
+            "ferry-\(getpid())-\(downloadFileTag)-\(number).download", isDirectory: false)
     }
 
     /// The engine's view of a task's request: session headers added, session limits applied.
