@@ -138,6 +138,22 @@ struct BackgroundSessionTests {
         }
     }
 
+    @Test("httpMaximumConnectionsPerHost goes to ferryd with the session: 1 means one transfer at a time")
+    func connectionLimitTravels() async throws {
+        try await withDaemonAndServer { daemon, server in
+            var configuration = daemon.configuration("bg.limit")
+            configuration.httpMaximumConnectionsPerHost = 1
+            let delegate = RecordingDelegate()
+            let session = try Session.background(configuration, delegate: delegate)
+            for seed in 1...3 {
+                session.downloadTask(with: server.url("/bytes/300000?seed=\(seed)&stallAfter=100000&stallSeconds=0.3")).resume()
+            }
+            for _ in 1...3 { #expect(succeeded(await delegate.nextCompletion())) }
+            #expect(server.maxConcurrentConnections == 1)
+            session.finishTasksAndInvalidate()
+        }
+    }
+
     @Test("the library starts ferryd when nobody answers, and two sessions racing start one")
     func startsDaemonOnDemand() async throws {
         let daemon = try DaemonHarness.prepare()  // directories only: no ferryd yet

@@ -53,7 +53,8 @@ final class BackgroundLink: Sendable {
             let attach = AttachSession(
                 sessionIdentifier: sessionIdentifier,
                 sharedContainerIdentifier: configuration.sharedContainerIdentifier,
-                owner: true)
+                owner: true,
+                httpMaximumConnectionsPerHost: min(max(configuration.httpMaximumConnectionsPerHost, 1), 64))
             guard case .attached(let attached) = try connection.sendAndWait(.attach(attach)) else {
                 connection.closeNow()
                 throw .connectionLost("ferryd answered attach with something else")
