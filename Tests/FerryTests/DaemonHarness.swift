@@ -9,7 +9,7 @@ final class DaemonHarness: @unchecked Sendable {  // `process` changes only on t
     let runtimeDirectory: URL
     private var process: Process?
 
-    /// ferryd's output, kept after the test (outside the folders `stop()` removes).
+    /// ferryd's output (outside the folders `stop()` removes; kept with FERRY_KEEP_TEST_LOGS=1).
     var logFile: URL {
         URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("ferryd-test-\(dataDirectory.deletingLastPathComponent().lastPathComponent).log")
     }
@@ -98,6 +98,8 @@ final class DaemonHarness: @unchecked Sendable {  // `process` changes only on t
         process = nil
         stopStartedDaemon()
         try? FileManager.default.removeItem(at: dataDirectory.deletingLastPathComponent())
+        // FERRY_KEEP_TEST_LOGS=1 keeps ferryd's output for a failure to be read.
+        if ProcessInfo.processInfo.environment["FERRY_KEEP_TEST_LOGS"] == nil { try? FileManager.default.removeItem(at: logFile) }
     }
 
     /// ferryd processes serving these directories (one started by the library, not by us).
