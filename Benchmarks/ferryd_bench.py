@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""ferryd's figures (issue 4, "Benchmarks"), driven over its socket by a small protocol client.
+
+Usage: ferryd_bench.py FERRYD NGINX_URL NGINX_ROOT TEST_SERVER_URL
+  TASKS (default 10000), RUNS (default 3), BIG_MIB (default 1024), LATENCY_COUNT (default 200)
+
+Prints one line per figure: enqueue rate, restart time holding TASKS tasks, RSS idle and with
+TASKS queued, completion-to-event latency (median, p99), and a large background download
+timed against `curl -o` run alternately (ratio curl time / ferryd time, median of RUNS).
+"""
+import json, os, shutil, socket, statistics, struct, subprocess, sys, tempfile, time
+
+ferryd, nginx_url, nginx_root, test_url = sys.argv[1:5]
+TASKS = int(os.environ.get("TASKS", "10000"))
+RUNS = int(os.environ.get("RUNS", "3"))
+BIG_MIB = int(os.environ.get("BIG_MIB", "1024"))
+LATENCY_COUNT = int(os.environ.get("LATENCY_COUNT", "200"))
+root = tempfile.mkdtemp(prefix="ferryd-bench-", dir=os.environ.get("BENCH_TMP", "/var/tmp"))
+env = dict(os.environ, FERRY_DATA_DIR=root + "/data", FERRY_RUNTIME_DIR=root + "/run")
+sock_path = root + "/run/ferryd.sock"
+
+
+def connect():
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sock_path)
+    send(s, {"type": "hello", "protocolVersion": 1, "clientName": "ferryd-bench", "pid": os.getpid()})
+    assert receive(s)["type"] == "welcome"
+    return s
+
+
+def send(s, message):
+    data = json.dumps(message).encode()
+    s.sendall(struct.pack(">I", len(data)) + data)
+
+
+def read_exactly(s, n):
+    data = b""
+    while len(data) < n:
+        chunk = s.recv(n - len(data))
+        if not chunk:
+            raise EOFError("ferryd closed the connection")
+        data += chunk
+    return data
+
+
+def receive(s):
+    (n,) = struct.unpack(">I", read_exactly(s, 4))
+    return json.loads(read_exactly(s, n))
+
+
+def request(s, rid, req):
+    send(s, {"type": "request", "requestID": rid, "request": req})
+    while True:
+        m = receive(s)
+        if m.get("requestID") == rid:
+            if m["type"] != "reply":
+                raise RuntimeError(f"{req['type']} failed: {m}")
+            return m["reply"]
+
+
+def start():
+    """Starts ferryd; returns the process and the seconds until it answered `status`."""
+    p = subprocess.Popen([ferryd], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    t0 = time.monotonic()
+    for _ in range(4000):
+        try:
+            s = connect()
+            request(s, 1, {"type": "status"})
+            s.close()
+            return p, time.monotonic() - t0
+        except (OSError, EOFError):
+            time.sleep(0.0025)
+    raise RuntimeError("ferryd did not answer within 10 s")
+
+
+def rss_mib(p):
+    with open(f"/proc/{p.pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS"):
+                return int(line.split()[1]) / 1024
+
+
+def stop(p):
+    p.terminate()
+    p.wait(timeout=30)
+
+
+p, _ = start()
+time.sleep(1)
+idle = rss_mib(p)
+
+# Enqueue: TASKS downloads that wait a day (they stay queued), 100 submissions in flight;
+# each reply comes after ferryd's commit.
+s = connect()
+request(s, 1, {"type": "attach", "sessionIdentifier": "bench.queue", "owner": True})
+t0 = time.monotonic()
+rid, pending, done = 2, 0, 0
+while done < TASKS:
+    while pending < 100 and rid - 2 < TASKS:
+        send(s, {"type": "request", "requestID": rid, "request": {
+            "type": "submit", "sessionIdentifier": "bench.queue", "kind": "download", "priority": 0.5,
+            "earliestBeginDate": time.time() + 86400,
+            "request": {"url": f"{test_url}/bytes/10?n={rid}", "method": "GET", "headers": []}}})
+        rid += 1
+        pending += 1
+    m = receive(s)
+    if m["type"] == "failure":
+        raise RuntimeError(f"submit failed: {m}")
+    if m["type"] == "reply":
+        pending -= 1
+        done += 1
+enqueue_seconds = time.monotonic() - t0
+s.close()
+time.sleep(1)
+queued = rss_mib(p)
+stop(p)
+p, restart_seconds = start()
+after_restart = rss_mib(p)
+print(f"enqueue {TASKS} tasks: {enqueue_seconds:.2f} s, {TASKS / enqueue_seconds:.0f} tasks/s")
+print(f"restart holding {TASKS} tasks, until status is answered: {restart_seconds * 1000:.0f} ms")
+print(f"ferryd RSS: idle {idle:.1f} MiB, with {TASKS} queued {queued:.1f} MiB, after restart {after_restart:.1f} MiB")
+
+# Latency: a tiny data task from submit to its `completed` event, one after another.
+s = connect()
+request(s, 1, {"type": "attach", "sessionIdentifier": "bench.latency", "owner": True})
+latencies = []
+for i in range(LATENCY_COUNT):
+    t0 = time.monotonic()
+    send(s, {"type": "request", "requestID": 10 + i, "request": {
+        "type": "submit", "sessionIdentifier": "bench.latency", "kind": "data", "priority": 1,
+        "request": {"url": f"{test_url}/bytes/2", "method": "GET", "headers": []}}})
+    while True:
+        m = receive(s)
+        if m["type"] == "event" and m["kind"]["type"] in ("completed", "failed"):
+            latencies.append(time.monotonic() - t0)
+            send(s, {"type": "request", "requestID": 100000 + i, "request": {
+                "type": "acknowledge", "sessionIdentifier": "bench.latency", "upToSequence": m["sequence"]}})
+            break
+latencies.sort()
+p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
+print(f"submit to completed event ({LATENCY_COUNT} tiny tasks in a row): median {statistics.median(latencies) * 1000:.1f} ms, p99 {p99 * 1000:.1f} ms")
+
+# A big background download against curl, alternating.
+big = os.path.join(nginx_root, "ferryd-bench.bin")
+if not os.path.exists(big) or os.path.getsize(big) != BIG_MIB << 20:
+    subprocess.run(["head", "-c", str(BIG_MIB << 20), "/dev/urandom"], stdout=open(big, "wb"), check=True)
+request(s, 2, {"type": "attach", "sessionIdentifier": "bench.big", "owner": True})
+ratios = []
+for run in range(RUNS):
+    t0 = time.monotonic()
+    request(s, 20000 + run, {"type": "submit", "sessionIdentifier": "bench.big", "kind": "download", "priority": 0.5,
+                             "request": {"url": f"{nginx_url}/ferryd-bench.bin", "method": "GET", "headers": []}})
+    while True:
+        m = receive(s)
+        if m["type"] == "event" and m["sessionIdentifier"] == "bench.big" and m["kind"]["type"] in ("completed", "failed"):
+            break
+    ferryd_seconds = time.monotonic() - t0
+    assert m["kind"]["type"] == "completed", m
+    send(s, {"type": "request", "requestID": 30000 + run, "request": {
+        "type": "acknowledge", "sessionIdentifier": "bench.big", "upToSequence": m["sequence"]}})
+    t1 = time.monotonic()
+    subprocess.run(["curl", "-s", "-o", root + "/curl.bin", f"{nginx_url}/ferryd-bench.bin"], check=True)
+    curl_seconds = time.monotonic() - t1
+    os.remove(root + "/curl.bin")
+    ratios.append(curl_seconds / ferryd_seconds)
+    print(f"  run {run + 1}: ferryd {BIG_MIB / ferryd_seconds:.0f} MiB/s, curl {BIG_MIB / curl_seconds:.0f} MiB/s")
+print(f"{BIG_MIB} MiB background download vs curl: ratio (curl time / ferryd time) median {statistics.median(ratios):.2f} "
+      f"(runs: {', '.join(f'{r:.2f}' for r in ratios)}; target >= 0.9)")
+s.close()
+stop(p)
+shutil.rmtree(root, ignore_errors=True)
