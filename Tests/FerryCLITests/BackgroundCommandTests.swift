@@ -127,6 +127,25 @@ struct BackgroundCommandTests {
         }
     }
 
+    @Test("while one process owns the session (download --wait), another process that wants to own it is refused at once with backgroundSessionInUseByAnotherProcess")
+    func secondProcessRefused() async throws {
+        try await withFerry { ferry, server in
+            let waiting = try FerryBinary.start(
+                ["download", server.baseURL + "/bytes/200000?seed=3&stallAfter=1000&stallSeconds=3", "--wait", "-o", "slow.bin"],
+                in: ferry.scratch.url, environment: ferry.environment)
+            // Wait (bounded) until ferryd has the task: then the first process owns ferry.cli.
+            _ = try await ferry.waitFor(task: 1, state: "running")
+            let started = ContinuousClock.now
+            let second = try await ferry.run(["pause", "1", "--json"])
+            #expect(ContinuousClock.now - started < .seconds(3))
+            #expect(second.status == 1)
+            #expect(second.stdout.contains("backgroundSessionInUseByAnotherProcess"))
+            let first = try await FerryBinary.wait(waiting, timeout: 30)
+            #expect(first.status == 0)
+            #expect(try sha256Hex(ofFile: ferry.scratch.path("slow.bin")) == TestContent.sha256Hex(count: 200_000, seed: 3))
+        }
+    }
+
     @Test("a task identifier that is not a number is a usage error; an unknown one is refused, naming it")
     func badTaskArguments() async throws {
         try await withFerry { ferry, server in
