@@ -38,6 +38,8 @@ public final class Session: Sendable {
         var invalidating = false
         var invalidated = false
         var description: String?
+        /// ferryd task → local tasks submitted again with its idempotency key.
+        var aliases: [Int: [SessionTask]] = [:]
     }
     private let state = NIOLockedValueBox(State())
 
@@ -203,9 +205,17 @@ public final class Session: Sendable {
         }
     }
 
-    /// The task with this identifier, if this process has it.
-    func backgroundTask(_ identifier: Int) -> SessionTask? {
-        state.withLockedValue { $0.tasks[identifier] }
+    /// The tasks that stand for ferryd's task `identifier`: its own object, and any task
+    /// submitted again with the same idempotency key (ferryd kept the first; both hear of it).
+    func backgroundTasks(_ identifier: Int) -> [SessionTask] {
+        state.withLockedValue { s in
+            (s.tasks[identifier].map { [$0] } ?? []) + (s.aliases[identifier] ?? []).filter { s.tasks[$0.taskIdentifier] != nil }
+        }
+    }
+
+    /// `task` was submitted with a key ferryd already had for task `existing`.
+    func alias(_ task: SessionTask, to existing: Int) {
+        state.withLockedValue { $0.aliases[existing, default: []].append(task) }
     }
 
     func taskDidComplete(_ task: SessionTask) {

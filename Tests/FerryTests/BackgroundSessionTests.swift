@@ -154,6 +154,35 @@ struct BackgroundSessionTests {
         }
     }
 
+    @Test("the same idempotency key twice: ferryd keeps one task, the server gets one request, both task objects complete")
+    func idempotencyKey() async throws {
+        try await withDaemonAndServer { daemon, server in
+            let directory = try makeTemporaryDirectory()
+            let file = directory.appendingPathComponent("once.bin")
+            try Data(TestContent.bytes(count: 500_000, seed: 12)).write(to: file)
+            let session = try Session.background(daemon.configuration("bg.key"))
+            let request = Request(url: server.url("/upload/once"), method: "POST")
+            let first = session.uploadTask(with: request, fromFile: file)
+            first.idempotencyKey = "share-001"
+            let second = session.uploadTask(with: request, fromFile: file)
+            second.idempotencyKey = "share-001"
+            first.resume()
+            second.resume()
+            await first.waitUntilCompleted()
+            await second.waitUntilCompleted()
+            #expect(first.error == nil && second.error == nil)
+            #expect(server.requests.filter { $0.path.hasPrefix("/upload/once") }.count == 1)
+            // Submitted again after it ended: the new object completes at once, as the first did.
+            let third = session.uploadTask(with: request, fromFile: file)
+            third.idempotencyKey = "share-001"
+            third.resume()
+            await third.waitUntilCompleted()
+            #expect(third.error == nil)
+            #expect(server.requests.filter { $0.path.hasPrefix("/upload/once") }.count == 1)
+            session.finishTasksAndInvalidate()
+        }
+    }
+
     @Test("the library starts ferryd when nobody answers, and two sessions racing start one")
     func startsDaemonOnDemand() async throws {
         let daemon = try DaemonHarness.prepare()  // directories only: no ferryd yet

@@ -42,9 +42,9 @@ struct BackgroundEventRouter: Sendable {
             await link.acknowledge(upTo: event.sequence)
             return
         }
-        if let identifier = event.taskIdentifier, let task = session.backgroundTask(identifier) {
-            await deliver(event.kind, to: task)
-        } else {
+        let tasks = event.taskIdentifier.map { session.backgroundTasks($0) } ?? []
+        for task in tasks { await deliver(event.kind, to: task) }
+        if tasks.isEmpty {
             session.logger.debug("event for a task this process does not have", metadata: [
                 "session": "\(link.sessionIdentifier)", "task": "\(event.taskIdentifier.map(String.init) ?? "-")",
             ])
@@ -79,7 +79,10 @@ struct BackgroundEventRouter: Sendable {
     }
 
     private func progress(_ progress: TaskProgress) {
-        guard let task = session.backgroundTask(progress.taskIdentifier) else { return }
+        for task in session.backgroundTasks(progress.taskIdentifier) { report(progress, to: task) }
+    }
+
+    private func report(_ progress: TaskProgress, to task: SessionTask) {
         let observer = TaskObserver(task: task)
         if task is DownloadTask {
             let before = task.countOfBytesReceived

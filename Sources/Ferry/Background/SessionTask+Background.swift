@@ -23,8 +23,21 @@ extension SessionTask {
             }
             lock.withLockedValue { $0.submittedToDaemon = true }
             if submitted.existing {
+                // ferryd kept the task it had for this key: this one hears what happens to it.
+                let existing = submitted.task.taskIdentifier
                 session.logger.info("submitted again with the same idempotency key; ferryd kept the existing task",
-                                    metadata: ["session": "\(link.sessionIdentifier)", "task": "\(taskIdentifier)"])
+                                    metadata: ["session": "\(link.sessionIdentifier)", "task": "\(taskIdentifier)", "existing": "\(existing)"])
+                if existing != taskIdentifier { session.alias(self, to: existing) }
+                if submitted.task.state.isFinal {
+                    // Already over: its events were delivered before. Say how it ended.
+                    let error: FerryError? = switch submitted.task.state {
+                    case .completed: nil
+                    case .cancelled: FerryError(.cancelled, "the task submitted earlier with this idempotency key was cancelled", url: originalRequest.url)
+                    default: FerryError(FerryError.Code(named: submitted.task.lastError?.code.rawValue ?? "unknown"),
+                                        submitted.task.lastError?.message ?? "the task submitted earlier with this idempotency key failed", url: originalRequest.url)
+                    }
+                    finish(error: error, generation: generation)
+                }
             }
         } catch {
             finish(error: FerryError.from(error, url: originalRequest.url), generation: generation)
