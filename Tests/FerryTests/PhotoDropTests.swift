@@ -48,7 +48,7 @@ struct PhotoDropTests {
         let exited = ExitClock()
         share.terminationHandler = { _ in exited.mark() }
         try share.run()
-        share.waitUntilExit()
+        try await waitForExit(share)
         #expect(share.terminationStatus == 0)
         let printed = try String(contentsOf: output, encoding: .utf8).split(separator: "\n")
         let resumedAt = try #require(printed.first { $0.hasPrefix("resumed-at ") }.flatMap { UInt64($0.dropFirst("resumed-at ".count)) })
@@ -119,7 +119,7 @@ extension PhotoDropTests {
             try share.run()
             try await Task.sleep(for: .milliseconds(300))
             kill(share.processIdentifier, SIGTERM)
-            share.waitUntilExit()
+            try await waitForExit(share)
             let elapsed = ContinuousClock.now - started
             #expect(share.terminationReason == .uncaughtSignal)
             #expect(share.terminationStatus == SIGTERM)
@@ -141,6 +141,20 @@ func monotonicNanoseconds() -> UInt64 {
     var now = timespec()
     clock_gettime(CLOCK_MONOTONIC, &now)
     return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+}
+
+/// Waits for `process` without holding a thread: the test servers answer on Swift's
+/// cooperative pool (two threads here), and a blocked wait starved them under a full run.
+func waitForExit(_ process: Process, timeout: Duration = .seconds(60)) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while process.isRunning {
+        guard ContinuousClock.now < deadline else {
+            kill(process.processIdentifier, SIGKILL)
+            throw HarnessError("\(process.executableURL?.lastPathComponent ?? "process") did not exit within \(timeout)")
+        }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+    process.waitUntilExit()  // reaped already: returns at once
 }
 
 /// When a process was seen to exit.
