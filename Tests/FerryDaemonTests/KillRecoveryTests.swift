@@ -59,7 +59,9 @@ struct KillRecoveryTests {
 
         var kills = 0
         while kills < 8, finished().count < 20 {
-            await drain(for: Double.random(in: 0.1...0.35))
+            // Short gaps: on a loaded machine a restart takes long and the transfers are fast;
+            // at least three kills must land while they run.
+            await drain(for: Double.random(in: 0.05...0.2))
             ferryd.kill9()
             kills += 1
             try await ferryd.start()

@@ -89,10 +89,10 @@ final class DaemonHarness: @unchecked Sendable {  // `process` changes only on t
     }
 
     func stop() {
+        // SIGKILL: these tests are not about ferryd's graceful stop (ferryd's own tests are),
+        // and waiting for one here would hold a cooperative thread the servers need.
         if let process, process.isRunning {
-            process.terminate()
-            for _ in 0..<200 where process.isRunning { usleep(25_000) }
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
         process = nil

@@ -208,11 +208,9 @@ struct ByteClubProcess {
     }
 
     func stop() {
-        // SIGTERM; an idle keep-alive connection may hold the graceful stop for its grace
-        // period, which is byteclub-server's own business, not this test's.
-        process.terminate()
-        for _ in 0..<60 where process.isRunning { usleep(50_000) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        // SIGKILL: its graceful stop is byteclub-server's own tests' business, and waiting
+        // for one here would hold a cooperative thread the test servers need.
+        kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         try? FileManager.default.removeItem(at: directory)
     }
