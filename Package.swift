@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "Ferry", targets: ["Ferry"]),
         .library(name: "FerryEngine", targets: ["FerryEngine"]),
         .library(name: "ByteClubServer", targets: ["ByteClubServer"]),
+        .library(name: "ShareKit", targets: ["ShareKit"]),
         .executable(name: "ferry", targets: ["FerryCLI"]),
         .executable(name: "byteclub-server", targets: ["ByteClubServerApp"]),
         .executable(name: "ferry-testserver", targets: ["FerryTestServer"]),
@@ -164,6 +165,26 @@ let package = Package(
             dependencies: [.product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
+        // MARK: ShareKit (issue: ShareKit and `ferry share`)
+        // libmagic: a file's type from its bytes.
+        .systemLibrary(
+            name: "CMagic",
+            path: "Sources/CMagic",
+            pkgConfig: "libmagic",
+            providers: [.apt(["libmagic-dev"])]
+        ),
+        // Share extensions: type identifiers, activation rules, extension context and items,
+        // the compose sheet, image details. Uploads nothing itself: extensions use Ferry.
+        .target(
+            name: "ShareKit",
+            dependencies: [
+                "FerryApps",
+                "CMagic",
+                "CVips",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // MARK: byteclub-server (issue: byteclub-server)
         .systemLibrary(
             name: "CVips",
@@ -258,6 +279,11 @@ let package = Package(
         .testTarget(
             name: "FerryAppsTests",
             dependencies: ["FerryApps", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "ShareKitTests",
+            dependencies: ["ShareKit", "FerryApps"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,0 +1,1 @@
+// ShareKit: share extensions on Linux. See docs/sharekit.md.
