@@ -1,0 +1,90 @@
+// Real files for the ShareKit tests, made at test time: images by ImageMagick's `convert`
+// (scripts/install-deps installs it), the rest written byte by byte.
+import Foundation
+import Testing
+
+/// A fresh folder per test, removed by `remove()`.
+struct Scratch {
+    let root: URL
+
+    init() throws {
+        root = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("sharekit-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+    }
+
+    func url(_ name: String) -> URL { root.appendingPathComponent(name) }
+
+    @discardableResult
+    func write(_ data: Data, to name: String) throws -> URL {
+        let url = url(name)
+        try data.write(to: url)
+        return url
+    }
+
+    @discardableResult
+    func write(_ text: String, to name: String) throws -> URL { try write(Data(text.utf8), to: name) }
+
+    /// Runs ImageMagick's `convert` with `arguments` (file names relative to the folder) and
+    /// returns the URL of the last argument, the file it wrote.
+    @discardableResult
+    func convert(_ arguments: String...) throws -> URL {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["convert"] + arguments
+        process.currentDirectoryURL = root
+        let errors = Pipe()
+        process.standardError = errors
+        try process.run()
+        let message = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        try #require(
+            process.terminationStatus == 0,
+            "convert \(arguments.joined(separator: " ")): \(String(decoding: message, as: UTF8.self))")
+        return url(arguments.last!)
+    }
+
+    /// A JPEG of `width` × `height` with an EXIF orientation of `orientation` (1–8), written
+    /// by ImageMagick: a JPEG with an EXIF block first (`convert` writes no orientation
+    /// into a JPEG without one), then `-orient` sets the tag.
+    @discardableResult
+    func orientedJPEG(_ name: String, width: Int, height: Int, orientation: Int) throws -> URL {
+        let names = ["", "TopLeft", "TopRight", "BottomRight", "BottomLeft", "LeftTop", "RightTop", "RightBottom", "LeftBottom"]
+        try write(Self.exifWithOrientationOne, to: "exif.app1")
+        try convert("-size", "\(width)x\(height)", "xc:red", "-profile", "exif.app1", "plain-\(name)")
+        return try convert("plain-\(name)", "-orient", names[orientation], name)
+    }
+
+    /// An APP1 EXIF block holding one tag, Orientation = 1 (big-endian TIFF, one IFD).
+    static let exifWithOrientationOne = Data(
+        Array("Exif".utf8) + [0, 0]
+            + [0x4D, 0x4D, 0x00, 0x2A, 0x00, 0x00, 0x00, 0x08]  // "MM", 42, first IFD at 8
+            + [0x00, 0x01]  // one entry
+            + [0x01, 0x12, 0x00, 0x03, 0x00, 0x00, 0x00, 0x01, 0x00, 0x01, 0x00, 0x00]  // Orientation, SHORT, 1
+            + [0x00, 0x00, 0x00, 0x00])  // no next IFD
+
+    func remove() {
+        _ = try? FileManager.default.removeItem(at: root)
+    }
+}
+
+/// Hand-written files libmagic recognises from their first bytes.
+enum Samples {
+    /// An ISO base media file: an `ftyp` box naming the brand, then an empty `mdat` box.
+    static func isoMedia(brand: String) -> Data {
+        var bytes: [UInt8] = [0, 0, 0, 24] + Array("ftyp".utf8) + Array(brand.utf8) + [0, 0, 0, 0]
+        bytes += Array(brand.utf8) + Array("isom".utf8)
+        bytes += [0, 0, 0, 8] + Array("mdat".utf8)
+        return Data(bytes)
+    }
+
+    /// A one-page PDF with no content.
+    static let pdf = Data("""
+        %PDF-1.4
+        1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj
+        2 0 obj << /Type /Pages /Kids [3 0 R] /Count 1 >> endobj
+        3 0 obj << /Type /Page /Parent 2 0 R /MediaBox [0 0 100 100] >> endobj
+        trailer << /Root 1 0 R >>
+        %%EOF
+
+        """.utf8)
+}
