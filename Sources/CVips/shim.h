@@ -34,3 +34,38 @@ static inline int cvips_thumbnail_file(const char *path, int width, int height, 
 }
 
 static inline void cvips_free(void *buffer) { g_free(buffer); }
+
+// ShareKit: image details without decoding the pixels.
+
+/// Starts libvips once per process under `program`'s name; returns 0 on success.
+static inline int cvips_start_as(const char *program) {
+    return VIPS_INIT(program);
+}
+
+/// Opens the image file at `path` with sequential access and reads its header only: the
+/// pixels would be decoded on first use, and this never uses them. Gives the width and
+/// height (of the first page), the EXIF orientation (1–8, 1 when absent), the number of
+/// pages or frames, and the loader libvips chose ("jpegload", "pngload", …) copied into
+/// `loader`. Returns 0 on success; on failure copies libvips' message into `error`.
+static inline int cvips_header_file(const char *path, int *width, int *height, int *orientation,
+                                    int *pages, char *loader, size_t loader_size,
+                                    char *error, size_t error_size) {
+    VipsImage *image = vips_image_new_from_file(path, "access", VIPS_ACCESS_SEQUENTIAL, NULL);
+    if (image == NULL) {
+        g_strlcpy(error, vips_error_buffer(), error_size);
+        vips_error_clear();
+        return -1;
+    }
+    *width = vips_image_get_width(image);
+    *height = vips_image_get_page_height(image);
+    *orientation = vips_image_get_orientation(image);
+    *pages = vips_image_get_n_pages(image);
+    const char *name = NULL;
+    loader[0] = '\0';
+    if (vips_image_get_typeof(image, VIPS_META_LOADER) != 0
+        && vips_image_get_string(image, VIPS_META_LOADER, &name) == 0 && name != NULL) {
+        g_strlcpy(loader, name, loader_size);
+    }
+    g_object_unref(image);
+    return 0;
+}
