@@ -76,7 +76,8 @@ public struct ImageDetails: Sendable, Hashable, CustomStringConvertible {
         var message = [CChar](repeating: 0, count: 512)
         let status = cvips_header_file(path, &width, &height, &orientation, &pages, &loader, loader.count, &message, message.count)
         guard status == 0 else {
-            let reason = String(cString: message).trimmingCharacters(in: .whitespacesAndNewlines)
+            let reason = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                .trimmingCharacters(in: .whitespacesAndNewlines)
             throw ShareKitError(
                 "libvips cannot read the \(type.rawValue) image \(path): \(reason.isEmpty ? "unknown error" : reason)",
                 code: .notAnImage, path: path)
