@@ -94,12 +94,16 @@ extension Samples {
     /// block flat grey. Made by hand because ImageMagick needs gigabytes to make a large one:
     /// each Huffman table holds a single one-bit code (DC difference 0, end of block), so
     /// the scan is two zero bits per block and the file stays small whatever its size.
-    static func flatJPEG(width: Int, height: Int) -> Data {
+    ///
+    /// `undecodable` marks the frame progressive (SOF2), which makes the scan invalid for a
+    /// progressive decoder (a first scan of all 64 coefficients): the header still reads,
+    /// but any decode fails ("Invalid progressive parameters"). A tripwire for decoding.
+    static func flatJPEG(width: Int, height: Int, undecodable: Bool = false) -> Data {
         precondition(width % 8 == 0 && height % 8 == 0 && width <= 65535 && height <= 65535)
         func be16(_ value: Int) -> [UInt8] { [UInt8(value >> 8), UInt8(value & 0xFF)] }
         var bytes: [UInt8] = [0xFF, 0xD8]  // SOI
         bytes += [0xFF, 0xDB] + be16(67) + [0x00] + [UInt8](repeating: 1, count: 64)  // DQT 0, all ones
-        bytes += [0xFF, 0xC0] + be16(17) + [8] + be16(height) + be16(width) + [3]  // SOF0, 8-bit, 3 components
+        bytes += [0xFF, undecodable ? 0xC2 : 0xC0] + be16(17) + [8] + be16(height) + be16(width) + [3]  // SOF0 (or SOF2), 8-bit, 3 components
         bytes += [1, 0x11, 0, 2, 0x11, 0, 3, 0x11, 0]  // Y, Cb, Cr: 1×1 sampling, table 0
         let oneCode: [UInt8] = [1] + [UInt8](repeating: 0, count: 15) + [0x00]  // one code of length 1: symbol 0
         bytes += [0xFF, 0xC4] + be16(20) + [0x00] + oneCode  // DHT DC 0: "0" = difference 0
@@ -110,13 +114,4 @@ extension Samples {
         bytes += [0xFF, 0xD9]  // EOI
         return Data(bytes)
     }
-}
-
-/// This process's resident-set figures from /proc/self/status, in bytes: `VmRSS` now,
-/// `VmHWM` the most it has ever been.
-func residentBytes(_ field: String) throws -> Int {
-    let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
-    let line = try #require(status.split(separator: "\n").first { $0.hasPrefix(field + ":") })
-    let kilobytes = try #require(Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]))
-    return kilobytes * 1024
 }
