@@ -60,12 +60,14 @@ extension TypeIdentifier {
 
     /// The rules of ``detect(fileAt:)``: libmagic's answer, refined by the name.
     static func refine(mimeType: String, filename: String?, path: String?) -> TypeIdentifier {
+        // libmagic says inode/x-empty for an empty file, application/x-empty for no bytes.
+        let isEmpty = mimeType == "inode/x-empty" || mimeType == "application/x-empty"
         let content = TypeIdentifier(mimeType: mimeType) ?? .data
         let ext = filename.map { ($0 as NSString).pathExtension } ?? ""
         guard !ext.isEmpty, let named = TypeIdentifier(filenameExtension: ext) else {
-            return mimeType == "inode/x-empty" ? .data : content
+            return isEmpty ? .data : content
         }
-        if mimeType == "inode/x-empty" {
+        if isEmpty {
             return named.conforms(to: .text) ? named : .data
         }
         if named != content, named.conforms(to: content), content != .data {

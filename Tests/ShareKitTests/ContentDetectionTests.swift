@@ -62,6 +62,8 @@ struct ContentDetectionTests {
         #expect(try TypeIdentifier.detect(fileAt: scratch.write(Data(), to: "empty.txt")) == .plainText)
         #expect(try TypeIdentifier.detect(fileAt: scratch.write(Data(), to: "empty.jpg")) == .data)
         #expect(try TypeIdentifier.detect(fileAt: scratch.write(Data(), to: "empty")) == .data)
+        #expect(try TypeIdentifier.detect(data: Data()) == .data)
+        #expect(try TypeIdentifier.detect(data: Data(), filename: "note.txt") == .plainText)
     }
 
     @Test("Bytes in memory, with and without a name")
