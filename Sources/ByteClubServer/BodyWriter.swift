@@ -24,10 +24,16 @@ extension ServerState {
             if length > limit { throw APIError.tooLarge(limit) }
             if length > room { throw APIError.overQuota }
         }
+        let declared = request.headers[.contentLength].flatMap(Int64.init)
         let temp = try blobs.makeTemp()
         do {
             try await stream(request.body, into: temp, limit: limit, room: room)
             let bytes = temp.bytesWritten
+            // A body cut short (connection closed at shutdown, a client gone) must not be stored
+            // as if it were the whole file.
+            if let declared, bytes != declared {
+                throw APIError(.badRequest, "Incomplete body: \(bytes) of \(declared) bytes (Content-Length) arrived")
+            }
             return (try blobs.commit(temp), bytes)
         } catch {
             temp.discard()

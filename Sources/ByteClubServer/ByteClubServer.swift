@@ -56,25 +56,36 @@ public struct ByteClubServer: Sendable {
     }
 
     /// Serves until the task is cancelled, or with `handleSignals` until SIGTERM or SIGINT, after
-    /// which it stops accepting, lets running requests finish, and returns.
+    /// which it stops accepting and lets running requests finish for at most
+    /// ``ByteClubConfiguration/shutdownGracePeriod``; then it closes the connections still open
+    /// (their unfinished uploads are discarded) and returns.
     /// - Parameter onListening: Called once with the bound port (useful with port `0`).
     public func run(handleSignals: Bool = false, onListening: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
-        let application = makeApplication(onListening: onListening)
         if handleSignals {
             let group = ServiceGroup(configuration: .init(
-                services: [application], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+                services: [makeService(onListening: onListening)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
             try await group.run()
         } else {
-            try await application.run()
+            try await makeApplication(connections: OpenConnections(), onListening: onListening).run()
         }
     }
 
-    /// The server as a swift-service-lifecycle `Service`, to run in your own `ServiceGroup`.
+    /// The server as a swift-service-lifecycle `Service`, to run in your own `ServiceGroup`; its
+    /// graceful shutdown is bounded by ``ByteClubConfiguration/shutdownGracePeriod``.
+    ///
+    /// ```swift
+    /// let group = ServiceGroup(services: [server.makeService()], gracefulShutdownSignals: [.sigterm], logger: logger)
+    /// try await group.run()
+    /// ```
     public func makeService(onListening: @escaping @Sendable (Int) async -> Void = { _ in }) -> some Service {
-        makeApplication(onListening: onListening)
+        let connections = OpenConnections()
+        return BoundedShutdownService(
+            inner: makeApplication(connections: connections, onListening: onListening),
+            grace: .milliseconds(Int64(max(0, configuration.shutdownGracePeriod) * 1000)), hardStop: .seconds(3),
+            connections: connections, logger: logger)
     }
 
-    func makeApplication(onListening: @escaping @Sendable (Int) async -> Void) -> some ApplicationProtocol {
+    func makeApplication(connections: OpenConnections, onListening: @escaping @Sendable (Int) async -> Void) -> some ApplicationProtocol {
         let state = self.state
         let uploads = ResumableUploads(timeoutSeconds: configuration.resumableUploadTimeout)
         let router = Router(context: ByteClubContext.self)
@@ -92,7 +103,9 @@ public struct ByteClubServer: Sendable {
         return Application(
             router: router,
             server: HTTPServerBuilder { responder in
-                ResumableHTTPChannel(responder: responder, uploads: uploads, maxHeaderBytes: maxHeaderBytes, faults: state.faults)
+                ResumableHTTPChannel(
+                    responder: responder, uploads: uploads, maxHeaderBytes: maxHeaderBytes, faults: state.faults,
+                    connections: connections)
             },
             configuration: .init(address: .hostname(host, port: configuration.port), serverName: "byteclub-server"),
             onServerRunning: { channel in

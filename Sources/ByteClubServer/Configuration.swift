@@ -42,6 +42,9 @@ public struct ByteClubConfiguration: Sendable {
     public var resumableUploadTimeout: TimeInterval = 3600
     /// Entries returned by a folder listing before `406` (Dropbox's `file_limit`, default 10,000).
     public var defaultFileLimit: Int = 10_000
+    /// Seconds running requests get to finish after SIGTERM/SIGINT (or a graceful shutdown of
+    /// ``ByteClubServer/makeService(onListening:)``); then their connections are closed.
+    public var shutdownGracePeriod: TimeInterval = 10
     /// Faults to inject, for clients' tests. Off (`nil`) unless a flag turns them on.
     ///
     /// - warning: Never enable on a server people use: it breaks transfers on purpose.

@@ -18,7 +18,7 @@ import Synchronization
 /// request loop, so routes see an ordinary request whose body continues after a resumption.
 ///
 /// ```
-/// TCP ─ [faults] ─ HTTP/1 codec ─ HTTP1ToHTTPServerCodec ─ HTTPConnectionStateHandler ─ HTTPResumableUploadHandler
+/// TCP ─ [faults] ─ HTTP/1 codec ─ HTTP1ToHTTPServerCodec ─ QuiesceHandler ─ HTTPResumableUploadHandler
 ///                                                                       └─ per request: child channel ─ CloseGuard ─ NIOAsyncChannel → router
 /// ```
 struct ResumableHTTPChannel: ServerChildChannel, HTTPChannelHandler {
@@ -31,11 +31,13 @@ struct ResumableHTTPChannel: ServerChildChannel, HTTPChannelHandler {
     let uploads: ResumableUploads
     let maxHeaderBytes: Int
     let faults: FaultState
+    let connections: OpenConnections
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Connection> {
         channel.eventLoop.makeCompletedFuture {
             let (requests, continuation) = AsyncStream.makeStream(of: NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>.self)
             let sync = channel.pipeline.syncOperations
+            connections.add(channel)
             if let faults = faults.faults, faults != FaultInjection() {
                 try sync.addHandler(FaultChannelHandler(faults: faults, drops: self.faults.dropsConnection(self.faults.nextConnection())))
             }
@@ -46,7 +48,7 @@ struct ResumableHTTPChannel: ServerChildChannel, HTTPChannelHandler {
                 withPipeliningAssistance: false, withErrorHandling: true, withOutboundHeaderValidation: false,
                 withEncoderConfiguration: .init(), withDecoderLimitConfiguration: limits)
             try sync.addHandler(HTTP1ToHTTPServerCodec(secure: false))
-            try sync.addHandler(HTTPConnectionStateHandler(idleTimeout: nil, logger: logger))
+            try sync.addHandler(QuiesceHandler())
             try sync.addHandler(HTTPResumableUploadHandler(context: uploads.context()) { child in
                 do {
                     try child.pipeline.syncOperations.addHandler(CloseGuard())

@@ -27,6 +27,7 @@ struct ByteClubServerCommand: AsyncParsableCommand {
     @Option(name: .customLong("user-rate-limit"), help: "Images-API requests per window per client address.") var userRateLimit: Int?
     @Option(name: .customLong("rate-window"), help: "Rate-limit window in seconds.") var rateWindow: Double?
     @Option(name: .customLong("resumable-timeout"), help: "Seconds an interrupted resumable upload is kept.") var resumableTimeout: Double?
+    @Option(name: .customLong("shutdown-grace"), help: "Seconds running requests get to finish after SIGTERM (default 10).") var shutdownGrace: Double?
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error, critical.") var logLevel: String?
     @Option(name: .customLong("dev-access-token"), help: "Access token for the development account when first created.") var devAccessToken: String?
     @Option(name: .customLong("dev-app-key"), help: "App key for the development account when first created.") var devAppKey: String?
@@ -46,6 +47,7 @@ struct ByteClubServerCommand: AsyncParsableCommand {
             throw ValidationError("--fault-fail-status must be 503 or 429")
         }
         if let port, !(0...65535).contains(port) { throw ValidationError("--port must be 0...65535") }
+        if let shutdownGrace, !(0...3600).contains(shutdownGrace) { throw ValidationError("--shutdown-grace must be 0...3600 seconds") }
     }
 
     func run() async throws {
@@ -71,6 +73,7 @@ struct ByteClubServerCommand: AsyncParsableCommand {
         if let v = pick(userRateLimit, "USER_RATE_LIMIT") { configuration.userRateLimit = v }
         if let v = pick(rateWindow, "RATE_WINDOW") { configuration.rateLimitWindow = v }
         if let v = pick(resumableTimeout, "RESUMABLE_TIMEOUT") { configuration.resumableUploadTimeout = v }
+        if let v = pick(shutdownGrace, "SHUTDOWN_GRACE") { configuration.shutdownGracePeriod = v }
         configuration.devCredentials = DevCredentials(
             appKey: pick(devAppKey, "DEV_APP_KEY"), accessToken: pick(devAccessToken, "DEV_ACCESS_TOKEN"),
             clientID: pick(devClientID, "DEV_CLIENT_ID"))
