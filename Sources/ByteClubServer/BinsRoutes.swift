@@ -10,13 +10,13 @@ import NIOCore
 struct BinsRoutes: Sendable {
     let state: ServerState
 
-    func add(to router: Router<ByteClubContext>) {
+    func add(to router: Routes) {
         router.post("/bins") { request, context in try await create(request, context) }
         router.get("/bins/:id/requests") { request, context in try await list(request, context) }
         let methods: [HTTPRequest.Method] = [.get, .post, .put, .patch, .delete, .head, .options]
         for method in methods {
             for path in ["/bins/:id", "/bins/:id/**"] {
-                router.on(RouterPath(path), method: method) { request, context in try await record(request, context) }
+                router.on(path, method: method) { request, context in try await record(request, context) }
             }
         }
     }

@@ -89,14 +89,16 @@ public struct ByteClubServer: Sendable {
         let state = self.state
         let uploads = ResumableUploads(timeoutSeconds: configuration.resumableUploadTimeout)
         let router = Router(context: ByteClubContext.self)
+        let routes = Routes(router: router, table: AllowedMethods())
         router.add(middleware: RequestLogMiddleware())
         router.add(middleware: FaultMiddleware(state: state.faults))
-        FilesRoutes(state: state).add(to: router)
-        FileOpsRoutes(state: state).add(to: router)
-        ChunkedUploadRoutes(state: state).add(to: router)
-        ImagesRoutes(state: state).add(to: router)
-        BinsRoutes(state: state).add(to: router)
-        PageRoutes(state: state).add(to: router)
+        router.add(middleware: AllowMiddleware(table: routes.table))
+        FilesRoutes(state: state).add(to: routes)
+        FileOpsRoutes(state: state).add(to: routes)
+        ChunkedUploadRoutes(state: state).add(to: routes)
+        ImagesRoutes(state: state).add(to: routes)
+        BinsRoutes(state: state).add(to: routes)
+        PageRoutes(state: state).add(to: routes)
         let maxHeaderBytes = configuration.maxHeaderBytes
         let host = configuration.host
         let logger = self.logger

@@ -9,7 +9,7 @@ struct ChunkedUploadRoutes: Sendable {
     let state: ServerState
     static let lifetime: TimeInterval = 48 * 3600
 
-    func add(to router: Router<ByteClubContext>) {
+    func add(to router: Routes) {
         router.put("/1/chunked_upload") { request, context in try await chunk(request, context) }
         router.post("/1/chunked_upload") { request, context in try await chunk(request, context) }
         router.post("/1/commit_chunked_upload/:root/**") { request, context in try await commit(request, context) }

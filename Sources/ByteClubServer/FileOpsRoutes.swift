@@ -6,7 +6,7 @@ import Hummingbird
 struct FileOpsRoutes: Sendable {
     let state: ServerState
 
-    func add(to router: Router<ByteClubContext>) {
+    func add(to router: Routes) {
         router.post("/1/fileops/create_folder") { request, context in try await createFolder(request, context) }
         router.post("/1/fileops/delete") { request, context in try await delete(request, context) }
         router.post("/1/fileops/move") { request, context in try await move(request, context) }

@@ -11,7 +11,7 @@ struct FilesRoutes: Sendable {
 
     static let roots: Set<String> = ["dropbox", "sandbox", "auto"]
 
-    func add(to router: Router<ByteClubContext>) {
+    func add(to router: Routes) {
         for suffix in ["", "/**"] {
             router.get("/1/metadata/:root\(suffix)") { request, context in try await metadata(request, context) }
             router.get("/1/files/:root\(suffix)") { request, context in try await download(request, context) }

@@ -10,7 +10,7 @@ import NIOCore
 struct ImagesRoutes: Sendable {
     let state: ServerState
 
-    func add(to router: Router<ByteClubContext>) {
+    func add(to router: Routes) {
         router.post("/3/image") { request, context in try await upload(request, context) }
         router.post("/3/upload") { request, context in try await upload(request, context) }
         router.get("/3/image/:id") { request, context in try await show(request, context) }
@@ -153,18 +153,42 @@ struct ImagesRoutes: Sendable {
         return try envelope(true, headers: headers)
     }
 
-    /// The image bytes at its `link`, with ranges; no credentials, as Imgur's `i.` host.
+    /// The image bytes at its `link`, with ranges; no credentials, as Imgur's `i.` host. With
+    /// one of Imgur's size letters after the id (`<id>m.jpg`), a thumbnail instead, made by
+    /// libvips (``thumbnailSizes``).
     func raw(_ request: Request, _ context: ByteClubContext) async throws -> Response {
         let file = context.parameters.get("file") ?? ""
-        let id = String(file.split(separator: ".").first ?? "")
-        guard let record = try await state.store.pool.read({ db in try ImageRecord.fetchOne(db, key: id) }) else {
-            throw APIError(.notFound, "Image '\(id)' not found")
+        let name = String(file.prefix { $0 != "." })
+        let ext = file.dropFirst(name.count + 1).lowercased()
+        if let record = try await state.store.pool.read({ db in try ImageRecord.fetchOne(db, key: name) }) {
+            let serving = FileServing(
+                path: state.blobs.path(of: record.blob), size: record.bytes, etag: "\"\(record.id)\"",
+                modified: Double(record.datetime), contentType: record.mimeType)
+            return try await serving.response(request, context: context, fileIO: state.fileIO)
+        }
+        guard let letter = name.last, let side = Self.thumbnailSizes[letter],
+              let record = try await state.store.pool.read({ db in try ImageRecord.fetchOne(db, key: String(name.dropLast())) })
+        else {
+            throw APIError(.notFound, "Image '\(name)' not found")
+        }
+        guard ["jpg", "jpeg", "png"].contains(ext) else {
+            throw APIError(.notFound, "Thumbnails are served as .jpg or .png, not '.\(ext)'")
+        }
+        let png = ext == "png"
+        guard let thumbnail = try await state.thumbnailFile(ofBlob: record.blob, width: side, height: side, png: png) else {
+            throw APIError(.unsupportedMediaType, "Image '\(record.id)' could not be decoded for a thumbnail")
         }
         let serving = FileServing(
-            path: state.blobs.path(of: record.blob), size: record.bytes, etag: "\"\(record.id)\"",
-            modified: Double(record.datetime), contentType: record.mimeType)
+            path: thumbnail, size: try ServerState.fileSize(thumbnail), etag: "\"\(record.id)\(letter)-\(png ? "png" : "jpeg")\"",
+            modified: Double(record.datetime), contentType: png ? "image/png" : "image/jpeg")
         return try await serving.response(request, context: context, fileIO: state.fileIO)
     }
+
+    /// Imgur's thumbnail letters and the square box each thumbnail fits in: `s` small square,
+    /// `b` big square, `t` small, `m` medium, `l` large, `h` huge. Imgur crops `s` and `b` to a
+    /// square; here every thumbnail keeps the image's proportions (the libvips wrapper fits,
+    /// it does not crop). An image id is 7 characters, so `<id><letter>` is never an id.
+    static let thumbnailSizes: [Character: Int] = ["s": 90, "b": 160, "t": 160, "m": 320, "l": 640, "h": 1024]
 
     func object(_ record: ImageRecord, owner: Bool) -> [String: Any] {
         let ext = Self.extensions[record.mimeType] ?? "jpg"

@@ -11,7 +11,7 @@ struct PageRoutes: Sendable {
     let state: ServerState
     static let cookie = "byteclub_token"
 
-    func add(to router: Router<ByteClubContext>) {
+    func add(to router: Routes) {
         router.get("/") { request, context in try await index(request, context) }
         router.get("/signout") { _, _ in
             Response(status: .seeOther, headers: [.location: "/", .setCookie: "\(Self.cookie)=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict"])
@@ -61,7 +61,8 @@ struct PageRoutes: Sendable {
         }
         for image in images {
             let ext = ImagesRoutes.extensions[image.mimeType] ?? "jpg"
-            html += "<figure><img src=\"/i/\(image.id).\(ext)\" alt=\"\(Page.escape(image.title ?? image.id))\"><figcaption>\(Page.escape(image.title ?? image.id)) · \(image.width)×\(image.height)</figcaption></figure>"
+            html += "<figure><a href=\"/i/\(image.id).\(ext)\"><img src=\"/i/\(image.id)m.jpg\" alt=\"\(Page.escape(image.title ?? image.id))\"></a>"
+            html += "<figcaption>\(Page.escape(image.title ?? image.id)) · \(image.width)×\(image.height)</figcaption></figure>"
         }
         html += "</div><h2>Request bins</h2>"
         if bins.isEmpty { html += "<p class=empty>No bins. <code>curl -X POST \(Page.escape(state.baseURL))/bins</code></p>" }

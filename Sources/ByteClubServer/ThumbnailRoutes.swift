@@ -11,7 +11,7 @@ extension FilesRoutes {
     ]
 
     /// `GET /1/thumbnails/<root>/<path>?size=&format=`: made by libvips, cached on disk by blob
-    /// (blobs never change, so the cache never goes stale).
+    /// (``ServerState/thumbnail(ofBlob:width:height:png:)``).
     func thumbnail(_ request: Request, _ context: ByteClubContext) async throws -> Response {
         let account = try await state.filesAccount(request)
         let (root, path) = try Self.location(request)
@@ -27,24 +27,15 @@ extension FilesRoutes {
         guard Metadata.thumbnailable(entry.pathDisplay) else {
             throw APIError(.unsupportedMediaType, "'\(path.display)' is not an image that can be thumbnailed")
         }
-        let cached = state.blobs.thumbDir + "/\(blob)-\(width)x\(height).\(format)"
-        let bytes: [UInt8]
-        if let data = FileManager.default.contents(atPath: cached) {
-            bytes = Array(data)
-        } else {
-            let source = state.blobs.path(of: blob)
-            guard let made = Vips.thumbnail(path: source, width: width, height: height, png: format == "png") else {
-                throw APIError(.unsupportedMediaType, "'\(path.display)' could not be decoded as an image")
-            }
-            let temp = state.blobs.tmpDir + "/" + UUID().uuidString
-            if FileManager.default.createFile(atPath: temp, contents: Data(made)) {
-                rename(temp, cached)
-            }
-            bytes = made
+        let png = format == "png"
+        guard let file = try await state.thumbnailFile(ofBlob: blob, width: width, height: height, png: png) else {
+            throw APIError(.unsupportedMediaType, "'\(path.display)' could not be decoded as an image")
         }
         var headers = HTTPFields()
-        headers[.contentType] = format == "png" ? "image/png" : "image/jpeg"
         headers[HTTPField.Name("x-dropbox-metadata")!] = try Self.compactJSON(Metadata.object(entry, root: root))
-        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+        let serving = FileServing(
+            path: file, size: try ServerState.fileSize(file), etag: "\"\(blob)-\(width)x\(height)-\(format)\"",
+            modified: entry.modified, contentType: png ? "image/png" : "image/jpeg", extraHeaders: headers)
+        return try await serving.response(request, context: context, fileIO: state.fileIO)
     }
 }
