@@ -15,7 +15,8 @@ struct ExpectContinueTests {
             let started = ContinuousClock.now
             let interim = try await connection.readResponse()
             #expect(interim.status == 100)
-            #expect(ContinuousClock.now - started < .milliseconds(900), "before curl's 1 s wait would end")
+            // Without it the read above times out (5 s); the bound is loose for a loaded machine.
+            #expect(ContinuousClock.now - started < .seconds(3), "at once, not after a client's timeout")
             try await connection.send(body)
             let final = try await connection.readFinal()
             #expect(final.informational.isEmpty)
