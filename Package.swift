@@ -69,6 +69,7 @@ let package = Package(
             name: "FerryCLI",
             dependencies: [
                 "Ferry",
+                "ShareKit",
                 "FerryApps",
                 "FerryProtocol",
                 "FerryDaemonClient",
@@ -283,7 +284,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ShareKitTests",
-            dependencies: ["ShareKit", "FerryApps"],
+            dependencies: ["ShareKit", "FerryApps", "FerryTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

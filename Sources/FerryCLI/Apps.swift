@@ -1,6 +1,7 @@
 import ArgumentParser
 import FerryApps
 import Foundation
+import ShareKit
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -48,7 +49,12 @@ struct AppsInstall: ParsableCommand {
                 throw CLIFailure(exitStatus: ExitStatus.cannotRead, code: "cannotReadFile", message: "cannot read \(file): \(String(cString: strerror(errno)))")
             }
             close(descriptor)
-            let manifest = try AppsAccess.run(file: file) { try registry.install(manifestAt: URL(fileURLWithPath: file)) }
+            let manifest = try AppsAccess.run(file: file) { () throws -> AppManifest in
+                let manifest = try AppManifest.decode(from: try Data(contentsOf: URL(fileURLWithPath: file)))
+                try ShareExtensions.validate(manifest)  // activation rules: ShareKit's, not FerryApps'
+                try registry.install(manifest)
+                return manifest
+            }
             let containers = Dictionary(uniqueKeysWithValues: manifest.appGroups.map { ($0, registry.paths.containerURL(forGroup: $0).path) })
             if json {
                 let stored = registry.paths.appsDirectory.appendingPathComponent(manifest.bundleIdentifier + ".json").path

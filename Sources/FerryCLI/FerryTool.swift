@@ -32,7 +32,7 @@ struct FerryTool: AsyncParsableCommand {
               130 interrupted (Ctrl-C); `ferry get --continue` picks the download up
             """,
         version: "0.1.0",
-        subcommands: [Get.self, Put.self, Apps.self, Upload.self, Download.self, List.self, Watch.self, Explain.self, Pause.self, Resume.self, Cancel.self, Daemon.self]
+        subcommands: [Get.self, Put.self, Apps.self, Share.self, Upload.self, Download.self, List.self, Watch.self, Explain.self, Pause.self, Resume.self, Cancel.self, Daemon.self]
     )
 
     /// As `AsyncParsableCommand.main()`, except that usage errors (including `validate()`

@@ -33,6 +33,7 @@ import Glibc
                     "executables": [scratch.path("opt/sharealike-share")],
                     "point": "share",
                     "backgroundSessionIdentifier": "com.example.sharealike.bg",
+                    "attributes": ["NSExtensionActivationRule": ["NSExtensionActivationSupportsImageWithMaxCount": 10, "NSExtensionActivationSupportsText": true]],
                 ]],
             ]
             change(&object)

@@ -1,5 +1,6 @@
 // Real files for the ShareKit tests, made at test time: images by ImageMagick's `convert`
 // (scripts/install-deps installs it), the rest written byte by byte.
+import FerryTestSupport
 import Foundation
 import Testing
 
@@ -28,39 +29,16 @@ struct Scratch {
     /// returns the URL of the last argument, the file it wrote.
     @discardableResult
     func convert(_ arguments: String...) throws -> URL {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["convert"] + arguments
-        process.currentDirectoryURL = root
-        let errors = Pipe()
-        process.standardError = errors
-        try process.run()
-        let message = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        try #require(
-            process.terminationStatus == 0,
-            "convert \(arguments.joined(separator: " ")): \(String(decoding: message, as: UTF8.self))")
+        try TestImages.convert(arguments, in: root)
         return url(arguments.last!)
     }
 
-    /// A JPEG of `width` × `height` with an EXIF orientation of `orientation` (1–8), written
-    /// by ImageMagick: a JPEG with an EXIF block first (`convert` writes no orientation
-    /// into a JPEG without one), then `-orient` sets the tag.
+    /// A JPEG of `width` × `height` with an EXIF orientation of `orientation` (1–8).
     @discardableResult
     func orientedJPEG(_ name: String, width: Int, height: Int, orientation: Int) throws -> URL {
-        let names = ["", "TopLeft", "TopRight", "BottomRight", "BottomLeft", "LeftTop", "RightTop", "RightBottom", "LeftBottom"]
-        try write(Self.exifWithOrientationOne, to: "exif.app1")
-        try convert("-size", "\(width)x\(height)", "xc:red", "-profile", "exif.app1", "plain-\(name)")
-        return try convert("plain-\(name)", "-orient", names[orientation], name)
+        try TestImages.orientedJPEG(at: url(name), width: width, height: height, orientation: orientation)
+        return url(name)
     }
-
-    /// An APP1 EXIF block holding one tag, Orientation = 1 (big-endian TIFF, one IFD).
-    static let exifWithOrientationOne = Data(
-        Array("Exif".utf8) + [0, 0]
-            + [0x4D, 0x4D, 0x00, 0x2A, 0x00, 0x00, 0x00, 0x08]  // "MM", 42, first IFD at 8
-            + [0x00, 0x01]  // one entry
-            + [0x01, 0x12, 0x00, 0x03, 0x00, 0x00, 0x00, 0x01, 0x00, 0x01, 0x00, 0x00]  // Orientation, SHORT, 1
-            + [0x00, 0x00, 0x00, 0x00])  // no next IFD
 
     func remove() {
         _ = try? FileManager.default.removeItem(at: root)
