@@ -20,6 +20,10 @@ let package = Package(
         .executable(name: "ferryd", targets: ["FerryDaemonApp"]),
         .executable(name: "photodrop", targets: ["PhotoDropApp"]),
         .executable(name: "photodrop-share", targets: ["PhotoDropShare"]),
+        .executable(name: "sharealike", targets: ["ShareAlikeApp"]),
+        .executable(name: "sharealike-share", targets: ["ShareAlikeShare"]),
+        .executable(name: "imgshare", targets: ["ImgShareApp"]),
+        .executable(name: "imgshare-share", targets: ["ImgShareShare"]),
     ],
     dependencies: [
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
@@ -232,6 +236,18 @@ let package = Package(
         ),
         .executableTarget(name: "PhotoDropApp", dependencies: ["PhotoDropKit", "Ferry"], path: "Examples/PhotoDrop/App", swiftSettings: swiftSettings),
         .executableTarget(name: "PhotoDropShare", dependencies: ["PhotoDropKit", "Ferry"], path: "Examples/PhotoDrop/Share", swiftSettings: swiftSettings),
+        // What the example apps share: a JSON-lines history and a settings file in a container.
+        .target(name: "ExampleSupport", dependencies: ["Ferry"], path: "Examples/Support", swiftSettings: swiftSettings),
+        // ShareAlike: a share extension that posts {text, image_details} JSON to a request bin
+        // through the group's background session; the app records how each post went.
+        .target(name: "ShareAlikeKit", dependencies: ["Ferry", "ExampleSupport"], path: "Examples/ShareAlike/Kit", swiftSettings: swiftSettings),
+        .executableTarget(name: "ShareAlikeApp", dependencies: ["ShareAlikeKit", "ExampleSupport", "Ferry"], path: "Examples/ShareAlike/App", swiftSettings: swiftSettings),
+        .executableTarget(name: "ShareAlikeShare", dependencies: ["ShareAlikeKit", "ExampleSupport", "Ferry", "ShareKit"], path: "Examples/ShareAlike/Share", swiftSettings: swiftSettings),
+        // ImgShare: a share extension that uploads an image to the Imgur-shaped API in the
+        // background; the app's ImgurService keeps callbacks and response bytes per task.
+        .target(name: "ImgShareKit", dependencies: ["Ferry", "ExampleSupport"], path: "Examples/ImgShare/Kit", swiftSettings: swiftSettings),
+        .executableTarget(name: "ImgShareApp", dependencies: ["ImgShareKit", "ExampleSupport", "Ferry"], path: "Examples/ImgShare/App", swiftSettings: swiftSettings),
+        .executableTarget(name: "ImgShareShare", dependencies: ["ImgShareKit", "ExampleSupport", "Ferry", "ShareKit"], path: "Examples/ImgShare/Share", swiftSettings: swiftSettings),
         // MARK: Tests
         .testTarget(
             name: "FerryEngineTests",
@@ -242,7 +258,8 @@ let package = Package(
             name: "FerryTests",
             // FerryDaemonApp: so that `swift test` builds the `ferryd` the background tests run.
             // and the example apps and byteclub-server the end-to-end tests run.
-            dependencies: ["Ferry", "FerryApps", "FerryTestSupport", "FerryDaemonApp", "PhotoDropApp", "PhotoDropShare", "ByteClubServerApp"],
+            dependencies: ["Ferry", "FerryApps", "FerryTestSupport", "FerryDaemonApp", "PhotoDropApp", "PhotoDropShare", "ByteClubServerApp",
+                           "FerryCLI", "ShareAlikeApp", "ShareAlikeShare", "ImgShareApp", "ImgShareShare"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,0 +1,115 @@
+public import ExampleSupport
+public import Ferry
+public import Foundation
+
+/// What the ShareAlike app and its share extension have in common: the app group, the
+/// background session, the settings and history in the group's container, the JSON the
+/// extension posts, and the code that records how a post went — run by whichever process
+/// ferryd tells (rule 5: both handle completion with this same code).
+public enum ShareAlike {
+    /// The app group and the background session the app and the extension share.
+    public static let group = AppGroupSession(appGroup: "group.org.ferry.sharealike", sessionIdentifier: "org.ferry.sharealike.post")
+    public static let extensionBundleIdentifier = "org.ferry.sharealike.share"
+    /// The tutorial's limit on the text.
+    public static let maxCharacterCount = 25
+
+    public static func settings() throws -> SettingsFile<Settings> {
+        SettingsFile(url: try group.file("settings.json"))
+    }
+
+    public static func history() throws -> JSONLinesFile<HistoryEntry> {
+        JSONLinesFile(url: try group.file("history.jsonl"))
+    }
+
+    /// The request the extension hands to the background session: JSON in, JSON accepted.
+    public static func postRequest(to bin: URL) -> Request {
+        var request = Request(url: bin, method: "POST")
+        request.headers.add(name: "Content-Type", value: "application/json")
+        request.headers.add(name: "Accept", value: "application/json")
+        return request
+    }
+}
+
+/// Where posts go: a request bin (byteclub-server's, made by `sharealike setup`).
+public struct Settings: Codable, Sendable {
+    public var binURL: URL
+    public init(binURL: URL) { self.binURL = binURL }
+}
+
+/// The body ShareAlike posts, as the tutorial built it.
+public struct Post: Codable, Sendable, Equatable {
+    public var text: String
+    public var image_details: ImageSummary?
+
+    public struct ImageSummary: Codable, Sendable, Equatable {
+        public var height: Int
+        public var width: Int
+        public var orientation: Int
+        public var scale: Double
+        public var description: String
+        public init(height: Int, width: Int, orientation: Int, scale: Double, description: String) {
+            self.height = height
+            self.width = width
+            self.orientation = orientation
+            self.scale = scale
+            self.description = description
+        }
+    }
+
+    public init(text: String, image_details: ImageSummary?) {
+        self.text = text
+        self.image_details = image_details
+    }
+}
+
+/// One line of the history: a post handed over, or how one ended.
+public struct HistoryEntry: Codable, Sendable {
+    public enum Event: String, Codable, Sendable { case posted, completed }
+    public var event: Event
+    public var task: Int
+    public var date: Date
+    /// For `posted`: what was sent.
+    public var post: Post?
+    public var bin: String?
+    /// For `completed`: the HTTP status, or the error.
+    public var status: Int?
+    public var error: String?
+    /// "app" or "extension": who recorded the completion.
+    public var handledBy: String?
+
+    public init(event: Event, task: Int, date: Date = Date(), post: Post? = nil, bin: String? = nil,
+                status: Int? = nil, error: String? = nil, handledBy: String? = nil) {
+        self.event = event
+        self.task = task
+        self.date = date
+        self.post = post
+        self.bin = bin
+        self.status = status
+        self.error = error
+        self.handledBy = handledBy
+    }
+}
+
+/// The session delegate both programs use: records each post's outcome in the history, and
+/// calls `whenEventsFinished` once ferryd has delivered everything.
+public final class PostsDelegate: SessionDelegate {
+    private let role: String
+    private let whenEventsFinished: (@Sendable () -> Void)?
+
+    public init(role: String, whenEventsFinished: (@Sendable () -> Void)? = nil) {
+        self.role = role
+        self.whenEventsFinished = whenEventsFinished
+    }
+
+    public func session(_ session: Session, task: SessionTask, didCompleteWithError error: FerryError?) async {
+        let entry = HistoryEntry(event: .completed, task: task.taskIdentifier, status: task.response?.statusCode,
+                                 error: error.map { "\($0.code): \($0.message)" }, handledBy: role)
+        do { try ShareAlike.history().append(entry) } catch {
+            FileHandle.standardError.write(Data("sharealike: cannot record post \(task.taskIdentifier): \(error)\n".utf8))
+        }
+    }
+
+    public func sessionDidFinishEvents(forBackgroundSession session: Session) async {
+        whenEventsFinished?()
+    }
+}

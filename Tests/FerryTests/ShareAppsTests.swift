@@ -1,0 +1,319 @@
+import Ferry
+import FerryApps
+import FerryTestSupport
+import Foundation
+import Testing
+
+/// ShareAlike and ImgShare as a user runs them: the real `ferry share` runs the real extension
+/// process, which hands its work to the real ferryd and exits; byteclub-server receives it;
+/// ferryd relaunches the containing app, which records the outcome; the app's `history`
+/// shows it. And the compose sheet, driven through tmux as a person would type.
+@Suite("Share extensions end to end: ShareAlike and ImgShare", .serialized, .timeLimit(.minutes(3)))
+struct ShareAppsTests {
+    @Test("ShareAlike: the extension exits within 100 ms of Post; the bin holds {text, image_details} with the right width, height and orientation; the relaunched app's history shows HTTP 200")
+    func shareAlikePostsToABin() async throws {
+        let world = try await ShareWorld.start()
+        defer { world.stop() }
+        try await world.install("ShareAlike")
+        let bin = try await world.setUpShareAlike()
+
+        // 640×480 pixels stored, shown rotated: EXIF orientation 6 (RightTop).
+        let image = world.scratch.appendingPathComponent("cow.jpg")
+        try TestImages.orientedJPEG(at: image, width: 640, height: 480, orientation: 6)
+
+        let shared = try await world.ferry(["share", image.path, "--text", "Highland Cow", "--to", "org.ferry.sharealike.share", "--post", "--json"])
+        #expect(shared.status == 0, "ferry share: \(shared.errorOutput)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(shared.output.utf8)) as? [String: Any])
+        #expect(report["outcome"] as? String == "completed")
+        let afterPost = try #require(report["exitAfterPostMilliseconds"] as? Double)
+        #expect(afterPost < 100, "the extension lived \(afterPost) ms after Post")
+
+        let requests = try await world.binRequests(bin, atLeast: 1)
+        #expect(requests.count == 1)
+        let recorded = try #require(requests.first)
+        #expect(recorded["method"] as? String == "POST")
+        let headers = Dictionary(((recorded["headers"] as? [String: String]) ?? [:]).map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { a, _ in a })
+        #expect(headers["content-type"] == "application/json")
+        #expect(headers["accept"] == "application/json")
+        let body = try #require(try JSONSerialization.jsonObject(with: Data(((recorded["body"] as? String) ?? "").utf8)) as? [String: Any])
+        #expect(body["text"] as? String == "Highland Cow")
+        let details = try #require(body["image_details"] as? [String: Any])
+        #expect(details["width"] as? Int == 640)
+        #expect(details["height"] as? Int == 480)
+        #expect(details["orientation"] as? Int == 6)
+        #expect(details["scale"] as? Double == 1)
+        #expect((details["description"] as? String)?.isEmpty == false)
+
+        // ferryd relaunches ShareAlike (never the extension), which records the outcome.
+        let history = try await world.waitForOutput(["sharealike", "history"], containing: "HTTP 200")
+        #expect(history.contains("\"Highland Cow\" + image 640×480, orientation 6"))
+        #expect(FileManager.default.fileExists(atPath: world.daemon.dataDirectory.appendingPathComponent("logs/org.ferry.sharealike.log").path))
+        #expect(!FileManager.default.fileExists(atPath: world.daemon.dataDirectory.appendingPathComponent("logs/org.ferry.sharealike.share.log").path))
+    }
+
+    @Test("ImgShare: the extension uploads the image itself with Client-ID in the background and exits within 100 ms of Post; the stored bytes match by SHA-256; `imgshare history` lists the link")
+    func imgShareUploadsTheImage() async throws {
+        let world = try await ShareWorld.start()
+        defer { world.stop() }
+        try await world.install("ImgShare")
+        let setup = try await world.run(["imgshare", "setup", "--server", world.server.baseURL, "--client-id", ShareWorld.clientID])
+        #expect(setup.status == 0, "imgshare setup: \(setup.errorOutput)")
+
+        let image = world.scratch.appendingPathComponent("gate.png")
+        try runTool("/usr/bin/convert", ["-size", "300x200", "plasma:fractal", image.path])
+        let bytes = try Data(contentsOf: image)
+
+        let shared = try await world.ferry(["share", image.path, "--text", "Gate", "--to", "org.ferry.imgshare.share", "--post", "--json"])
+        #expect(shared.status == 0, "ferry share: \(shared.errorOutput)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(shared.output.utf8)) as? [String: Any])
+        let afterPost = try #require(report["exitAfterPostMilliseconds"] as? Double)
+        #expect(afterPost < 100, "the extension lived \(afterPost) ms after Post")
+
+        let history = try await world.waitForOutput(["imgshare", "history"], containing: "http")
+        let link = try #require(history.split(separator: " ").last.map { String($0).trimmingCharacters(in: .whitespacesAndNewlines) })
+        #expect(history.contains("\"Gate\""))
+        let stored = try await world.get(link)
+        #expect(sha256Hex(stored) == sha256Hex(bytes))
+        // The outbox copy ferryd read from is gone once the upload is recorded.
+        let outbox = world.paths.containerURL(forGroup: "group.org.ferry.imgshare").appendingPathComponent("outbox")
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: outbox.path)) ?? []).isEmpty)
+    }
+
+    @Test("the compose sheet through tmux: 30 characters show -5 in red and Post does nothing; deleting five enables Post, which posts the 25 characters")
+    func composeSheetInATerminal() async throws {
+        let world = try await ShareWorld.start()
+        defer { world.stop() }
+        try await world.install("ShareAlike")
+        let bin = try await world.setUpShareAlike()
+        let image = world.scratch.appendingPathComponent("cow.jpg")
+        try runTool("/usr/bin/convert", ["-size", "64x48", "xc:sienna", image.path])
+
+        let tmux = try TmuxSession(environment: world.environment, command: [world.binary("ferry"), "share", image.path, "--to", "org.ferry.sharealike.share"])
+        defer { tmux.kill() }
+        _ = try await tmux.waitForScreen(containing: "[Esc] Cancel")
+        let typed = String(repeating: "abcdefghij", count: 3)
+        try tmux.type(typed)
+        let over = try await tmux.waitForScreen(containing: "characters remaining", escapes: true) { $0.contains("-5") }
+        #expect(over.contains("\u{1B}[31m-5"), "-5 is not red: \(over.debugDescription)")
+        #expect(over.contains("(disabled)"))
+        try tmux.press("Enter")
+        let refused = try await tmux.waitForScreen(containing: "Post is disabled")
+        #expect(refused.contains("abcdefghij"))
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(try await world.binRequests(bin, atLeast: 0).isEmpty, "Post went out while the content was invalid")
+
+        for _ in 0..<5 { try tmux.press("BSpace") }
+        let valid = try await tmux.waitForScreen(containing: "0 characters remaining", escapes: true)
+        #expect(!valid.contains("\u{1B}[31m0"))
+        #expect(!valid.contains("(disabled)"))
+        try tmux.press("Enter")
+        let done = try await tmux.waitForScreen(containing: "exit status")
+        #expect(done.contains("shared with ShareAlike"))
+        #expect(done.contains("exit status 0"))
+        let requests = try await world.binRequests(bin, atLeast: 1)
+        let body = try #require(try JSONSerialization.jsonObject(with: Data(((requests.first?["body"] as? String) ?? "").utf8)) as? [String: Any])
+        #expect(body["text"] as? String == String(typed.prefix(25)))
+    }
+
+    @Test("`ferry share` offers only the extensions whose rules accept the items, and `ferry apps install` refuses a rule with an unknown key, naming it")
+    func shareSheetOffersByRule() async throws {
+        let world = try await ShareWorld.start()
+        defer { world.stop() }
+        try await world.install("ShareAlike")
+        try await world.install("ImgShare")
+        let one = world.scratch.appendingPathComponent("one.jpg")
+        let two = world.scratch.appendingPathComponent("two.jpg")
+        for file in [one, two] { try runTool("/usr/bin/convert", ["-size", "8x8", "xc:red", file.path]) }
+
+        func offered(_ arguments: [String]) async throws -> Set<String> {
+            let listed = try await world.ferry(["share"] + arguments + ["--list", "--json"])
+            #expect(listed.status == 0, "ferry share --list: \(listed.errorOutput)")
+            let entries = try #require(try JSONSerialization.jsonObject(with: Data(listed.output.utf8)) as? [[String: Any]])
+            return Set(entries.filter { $0["offered"] as? Bool == true }.compactMap { $0["bundleIdentifier"] as? String })
+        }
+        #expect(try await offered([one.path]) == ["org.ferry.sharealike.share", "org.ferry.imgshare.share"])
+        #expect(try await offered([one.path, two.path]) == [])
+        #expect(try await offered(["--text", "just words"]) == ["org.ferry.sharealike.share"])
+        #expect(try await offered([one.path, "--text", "a cow"]) == ["org.ferry.sharealike.share", "org.ferry.imgshare.share"])
+
+        // Choosing a refused one says why.
+        let refused = try await world.ferry(["share", one.path, two.path, "--to", "org.ferry.sharealike.share", "--post"])
+        #expect(refused.status == 1)
+        #expect(refused.errorOutput.contains("does not accept"))
+
+        var manifest = try String(contentsOfFile: ShareWorld.examples.appendingPathComponent("ShareAlike/manifest.json").path, encoding: .utf8)
+        manifest = manifest.replacingOccurrences(of: "@BIN@", with: world.binaries)
+            .replacingOccurrences(of: "NSExtensionActivationSupportsText", with: "NSExtensionActivationSupportsTxt")
+        let bad = world.scratch.appendingPathComponent("bad.json")
+        try manifest.write(to: bad, atomically: true, encoding: .utf8)
+        let install = try await world.ferry(["apps", "install", bad.path])
+        #expect(install.status == 1)
+        #expect(install.errorOutput.contains("NSExtensionActivationSupportsTxt"))
+    }
+}
+
+/// ferryd, byteclub-server and a scratch folder for one test, and ways to run the real programs.
+struct ShareWorld {
+    static let clientID = "sharekit-client"
+    let daemon: DaemonHarness
+    let server: ByteClubProcess
+    let scratch: URL
+
+    static var examples: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Examples")
+    }
+
+    static func start() async throws -> ShareWorld {
+        let daemon = try await DaemonHarness.start()
+        let server = try await ByteClubProcess.start(clientID: clientID)
+        return ShareWorld(daemon: daemon, server: server, scratch: try makeTemporaryDirectory())
+    }
+
+    func stop() {
+        server.stop()
+        daemon.stop()
+        try? FileManager.default.removeItem(at: scratch)
+    }
+
+    var binaries: String { DaemonHarness.ferrydPath.replacingOccurrences(of: "/ferryd", with: "") }
+    func binary(_ name: String) -> String { "\(binaries)/\(name)" }
+    var environment: [String: String] { daemon.environment.merging(["FERRYD_PATH": DaemonHarness.ferrydPath]) { $1 } }
+    var paths: FerryPaths { FerryPaths(dataDirectory: daemon.dataDirectory, runtimeDirectory: daemon.runtimeDirectory) }
+
+    /// The example's manifest, with this build's programs, through `ferry apps install`.
+    func install(_ example: String) async throws {
+        let manifest = try String(contentsOfFile: Self.examples.appendingPathComponent("\(example)/manifest.json").path, encoding: .utf8)
+        let file = scratch.appendingPathComponent("\(example).json")
+        try manifest.replacingOccurrences(of: "@BIN@", with: binaries).write(to: file, atomically: true, encoding: .utf8)
+        let installed = try await ferry(["apps", "install", file.path])
+        guard installed.status == 0 else { throw HarnessError("ferry apps install \(example): \(installed.errorOutput)") }
+    }
+
+    /// `sharealike setup` against this byteclub-server; the bin's URL.
+    func setUpShareAlike() async throws -> String {
+        let setup = try await run(["sharealike", "setup", "--server", server.baseURL])
+        guard setup.status == 0, let line = setup.output.split(separator: "\n").first, line.hasPrefix("posts go to ") else {
+            throw HarnessError("sharealike setup: \(setup.output) \(setup.errorOutput)")
+        }
+        return String(line.dropFirst("posts go to ".count))
+    }
+
+    struct Ran {
+        var status: Int32
+        var output: String
+        var errorOutput: String
+    }
+
+    func ferry(_ arguments: [String]) async throws -> Ran { try await run(["ferry"] + arguments) }
+
+    /// Runs one of the built programs with this world's ferryd directories.
+    func run(_ command: [String]) async throws -> Ran {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary(command[0]))
+        process.arguments = Array(command.dropFirst())
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let out = scratch.appendingPathComponent("out-\(UUID().uuidString)")
+        let err = scratch.appendingPathComponent("err-\(UUID().uuidString)")
+        FileManager.default.createFile(atPath: out.path, contents: nil)
+        FileManager.default.createFile(atPath: err.path, contents: nil)
+        process.standardOutput = try FileHandle(forWritingTo: out)
+        process.standardError = try FileHandle(forWritingTo: err)
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        try await waitForExit(process)
+        return Ran(status: process.terminationStatus, output: (try? String(contentsOf: out, encoding: .utf8)) ?? "",
+                   errorOutput: (try? String(contentsOf: err, encoding: .utf8)) ?? "")
+    }
+
+    /// Runs `command` until its output contains `text` (up to 30 s); the last output.
+    func waitForOutput(_ command: [String], containing text: String) async throws -> String {
+        var last = ""
+        for _ in 0..<150 {
+            last = try await run(command).output
+            if last.contains(text) { return last }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        throw HarnessError("\(command.joined(separator: " ")) never showed \(text.debugDescription); last: \(last)")
+    }
+
+    /// The bin's recorded requests once there are at least `count` (up to 30 s).
+    func binRequests(_ bin: String, atLeast count: Int) async throws -> [[String: Any]] {
+        for _ in 0..<150 {
+            let data = try await get(bin + "/requests")
+            let requests = (try JSONSerialization.jsonObject(with: data) as? [[String: Any]]) ?? []
+            if requests.count >= count { return requests }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        throw HarnessError("the bin \(bin) never held \(count) requests")
+    }
+
+    func get(_ url: String) async throws -> Data {
+        guard let address = URL(string: url) else { throw HarnessError("not a URL: \(url)") }
+        let (data, response) = try await Session.shared.data(for: Request(url: address))
+        guard response.statusCode == 200 else { throw HarnessError("GET \(url): HTTP \(response.statusCode)") }
+        return data
+    }
+}
+
+/// A detached tmux server and session of the test's own (its own socket), running one command
+/// in a 100×30 terminal; the pane stays after the command ends and prints its exit status.
+///
+/// tmux runs through posix_spawn and waitpid, not Foundation's `Process`: `new-session -d`
+/// forks the tmux server from the client, the server keeps the descriptor by which `Process`
+/// learns of the client's exit, and `waitUntilExit()` then never returns.
+struct TmuxSession {
+    let socket: String
+    let name = "share"
+
+    init(environment: [String: String], command: [String]) throws {
+        socket = "ferry-test-\(UUID().uuidString.prefix(8))"
+        let exports = environment.map { "export \($0.key)=\(Self.quote($0.value));" }.joined(separator: " ")
+        let line = "\(exports) \(command.map(Self.quote).joined(separator: " ")); echo \"exit status $?\"; sleep 60"
+        try tmux(["new-session", "-d", "-s", name, "-x", "100", "-y", "30", "sh", "-c", line])
+    }
+
+    static func quote(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+
+    func kill() { try? tmux(["kill-server"]) }
+
+    func type(_ text: String) throws { try tmux(["send-keys", "-t", name, "-l", text]) }
+    func press(_ key: String) throws { try tmux(["send-keys", "-t", name, key]) }
+
+    /// The screen, with colours as escape sequences when `escapes`.
+    func screen(escapes: Bool = false) throws -> String {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("tmux-\(UUID().uuidString).txt")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try tmux(["capture-pane", "-p", "-t", name] + (escapes ? ["-e"] : []), output: file.path)
+        return (try? String(contentsOf: file, encoding: .utf8)) ?? ""
+    }
+
+    /// Runs `tmux -L socket -f /dev/null ARGUMENTS`, standard output to `output` (else
+    /// /dev/null), and waits for it; tmux commands answer in milliseconds.
+    private func tmux(_ arguments: [String], output: String = "/dev/null") throws {
+        let argv = (["/usr/bin/tmux", "-L", socket, "-f", "/dev/null"] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        var pid = pid_t()
+        let spawned = posix_spawn(&pid, "/usr/bin/tmux", &actions, nil, argv, environ)
+        guard spawned == 0 else { throw HarnessError("cannot start tmux: \(String(cString: strerror(spawned)))") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        guard status == 0 else { throw HarnessError("tmux \(arguments.first ?? "") failed (wait status \(status))") }
+    }
+
+    /// Polls the screen until it contains `text` and satisfies `also` (up to 20 s).
+    func waitForScreen(containing text: String, escapes: Bool = false, also: (String) -> Bool = { _ in true }) async throws -> String {
+        var last = ""
+        for _ in 0..<200 {
+            last = try screen(escapes: escapes)
+            if last.contains(text), also(last) { return last }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw HarnessError("the screen never showed \(text.debugDescription):\n\(last)")
+    }
+}
