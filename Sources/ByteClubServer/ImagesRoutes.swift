@@ -175,7 +175,8 @@ struct ImagesRoutes: Sendable {
             throw APIError(.notFound, "Thumbnails are served as .jpg or .png, not '.\(ext)'")
         }
         let png = ext == "png"
-        guard let thumbnail = try await state.thumbnailFile(ofBlob: record.blob, width: side, height: side, png: png) else {
+        guard let thumbnail = try await state.thumbnailFile(ofBlob: record.blob, width: side, height: side, png: png,
+                                                                   cropped: Self.squareThumbnails.contains(letter)) else {
             throw APIError(.unsupportedMediaType, "Image '\(record.id)' could not be decoded for a thumbnail")
         }
         let serving = FileServing(
@@ -185,10 +186,12 @@ struct ImagesRoutes: Sendable {
     }
 
     /// Imgur's thumbnail letters and the square box each thumbnail fits in: `s` small square,
-    /// `b` big square, `t` small, `m` medium, `l` large, `h` huge. Imgur crops `s` and `b` to a
-    /// square; here every thumbnail keeps the image's proportions (the libvips wrapper fits,
-    /// it does not crop). An image id is 7 characters, so `<id><letter>` is never an id.
+    /// `b` big square, `t` small, `m` medium, `l` large, `h` huge. As Imgur, `s` and `b` fill
+    /// their square and are cropped around the centre; the others keep the image's proportions.
+    /// An image id is 7 characters, so `<id><letter>` is never an id.
     static let thumbnailSizes: [Character: Int] = ["s": 90, "b": 160, "t": 160, "m": 320, "l": 640, "h": 1024]
+    /// The letters whose thumbnails are square crops.
+    static let squareThumbnails: Set<Character> = ["s", "b"]
 
     func object(_ record: ImageRecord, owner: Bool) -> [String: Any] {
         let ext = Self.extensions[record.mimeType] ?? "jpg"

@@ -7,13 +7,13 @@ extension ServerState {
     /// Swift's cooperative threads. Thumbnails are cached on disk by blob name (blobs never
     /// change, so the cache never goes stale) and written by rename, so a reader never sees half
     /// of one.
-    func thumbnailFile(ofBlob blob: String, width: Int, height: Int, png: Bool) async throws -> String? {
-        let cached = blobs.thumbDir + "/\(blob)-\(width)x\(height).\(png ? "png" : "jpeg")"
+    func thumbnailFile(ofBlob blob: String, width: Int, height: Int, png: Bool, cropped: Bool = false) async throws -> String? {
+        let cached = blobs.thumbDir + "/\(blob)-\(width)x\(height)\(cropped ? "-crop" : "").\(png ? "png" : "jpeg")"
         let source = blobs.path(of: blob)
         let temp = blobs.tmpDir + "/" + UUID().uuidString.lowercased()
         return try await NIOThreadPool.singleton.runIfActive {
             if FileManager.default.fileExists(atPath: cached) { return cached }
-            guard let made = Vips.thumbnail(path: source, width: width, height: height, png: png) else { return nil }
+            guard let made = Vips.thumbnail(path: source, width: width, height: height, png: png, cropped: cropped) else { return nil }
             do {
                 try Data(made).write(to: URL(fileURLWithPath: temp))
                 guard rename(temp, cached) == 0 else { throw APIError(.internalServerError, "Could not store a thumbnail (errno \(errno))") }

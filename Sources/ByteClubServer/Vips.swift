@@ -26,13 +26,16 @@ enum Vips {
         return (Int(width), Int(height))
     }
 
-    /// A thumbnail of the image at `path` fitting `width`×`height`, encoded as JPEG or PNG.
-    static func thumbnail(path: String, width: Int, height: Int, png: Bool) -> [UInt8]? {
+    /// A thumbnail of the image at `path` fitting `width`×`height` (or filling it, cropped
+    /// around the centre, when `cropped`), encoded as JPEG or PNG.
+    static func thumbnail(path: String, width: Int, height: Int, png: Bool, cropped: Bool = false) -> [UInt8]? {
         guard start() else { return nil }
         var buffer: UnsafeMutableRawPointer? = nil
         var length = 0
-        guard cvips_thumbnail_file(path, Int32(width), Int32(height), png ? ".png" : ".jpg", &buffer, &length) == 0,
-              let buffer else { return nil }
+        let made = cropped
+            ? cvips_thumbnail_file_cropped(path, Int32(width), Int32(height), png ? ".png" : ".jpg", &buffer, &length)
+            : cvips_thumbnail_file(path, Int32(width), Int32(height), png ? ".png" : ".jpg", &buffer, &length)
+        guard made == 0, let buffer else { return nil }
         defer { cvips_free(buffer) }
         return Array(UnsafeRawBufferPointer(start: buffer, count: length))
     }

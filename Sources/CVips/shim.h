@@ -69,3 +69,19 @@ static inline int cvips_header_file(const char *path, int *width, int *height, i
     g_object_unref(image);
     return 0;
 }
+
+/// As `cvips_thumbnail_file`, but fills the `width` x `height` box and crops what overflows,
+/// keeping the centre (Imgur's square `s` and `b` thumbnails). Never enlarges.
+static inline int cvips_thumbnail_file_cropped(const char *path, int width, int height, const char *suffix,
+                                               void **buffer, size_t *length) {
+    VipsImage *thumb = NULL;
+    if (vips_thumbnail(path, &thumb, width, "height", height, "size", VIPS_SIZE_DOWN,
+                       "crop", VIPS_INTERESTING_CENTRE, NULL) != 0) {
+        vips_error_clear();
+        return -1;
+    }
+    int result = vips_image_write_to_buffer(thumb, suffix, buffer, length, NULL);
+    g_object_unref(thumb);
+    if (result != 0) vips_error_clear();
+    return result;
+}

@@ -25,10 +25,13 @@ struct ImageThumbnailTests {
             #expect(TestImages.jpegSize(medium.body)! == (320, 160))
             #expect(try await server.get("/i/\(id)m.jpg", auth: false).body == medium.body, "served again from the cache")
 
-            // s as PNG: a 90 px box.
+            // s as PNG: a 90 px square, cropped around the centre as Imgur's; b: 160 px square;
+            // t: the same 160 px box as b, but the whole image.
             let small = try await server.get("/i/\(id)s.png", auth: false)
             #expect(small.header("Content-Type") == "image/png")
-            #expect(TestImages.pngSize(small.body)! == (90, 45))
+            #expect(TestImages.pngSize(small.body)! == (90, 90))
+            #expect(TestImages.jpegSize(try await server.get("/i/\(id)b.jpg", auth: false).body)! == (160, 160))
+            #expect(TestImages.jpegSize(try await server.get("/i/\(id)t.jpg", auth: false).body)! == (160, 80))
             // h: a 1024 px box; never enlarged.
             #expect(TestImages.jpegSize(try await server.get("/i/\(id)h.jpg", auth: false).body)! == (800, 400))
 
