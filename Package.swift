@@ -284,6 +284,7 @@ let package = Package(
             dependencies: [
                 "FerryDaemon",
                 "FerryDaemonApp",
+                "FerryApps",
                 "FerryProtocol",
                 "FerryStore",
                 "FerryEngine",

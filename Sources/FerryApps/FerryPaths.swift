@@ -73,7 +73,14 @@ public struct FerryPaths: Sendable, Equatable {
     /// Shared containers, one `<group>/` each.
     public var groupsDirectory: URL { dataDirectory.appendingPathComponent("groups", isDirectory: true) }
     /// Files of sessions without an app group, one folder each below this one.
-    public var sessionsDirectory: URL { dataDirectory.appendingPathComponent("sessions", isDirectory: true) }
+    public var sessionFilesDirectory: URL { dataDirectory.appendingPathComponent("session-files", isDirectory: true) }
+
+    /// Files of a session without an app group (an upload body made from `Data`, a download
+    /// ferryd writes): `<data>/session-files/<session>`; the library, the CLI and ferryd all
+    /// find them here.
+    public func sessionFiles(_ session: String) -> URL {
+        sessionFilesDirectory.appendingPathComponent(Self.fileName(session), isDirectory: true)
+    }
     /// Launch logs, one `<bundle id>.log` per app.
     public var logsDirectory: URL { dataDirectory.appendingPathComponent("logs", isDirectory: true) }
 
@@ -87,7 +94,7 @@ public struct FerryPaths: Sendable, Equatable {
 
     /// One path component made of an identifier: `/`, NUL and leading dots cannot escape a
     /// folder; at most 200 characters.
-    static func fileName(_ identifier: String) -> String {
+    public static func fileName(_ identifier: String) -> String {
         var name = String(identifier.map { $0 == "/" || $0 == "\0" ? "_" : $0 })
         while name.hasPrefix(".") { name = "_" + name.dropFirst() }
         return name.isEmpty ? "_" : String(name.prefix(200))

@@ -1,3 +1,4 @@
+import FerryApps
 import FerryProtocol
 import FerryStore
 import Foundation
@@ -129,7 +130,7 @@ extension Daemon {
             watchers[session, default: []].insert(connection.id)
         }
         do {
-            let bundle = app.containingApp ?? app.bundleIdentifier ?? "unregistered.\(connection.hello?.clientName.pathSafe ?? "client")"
+            let bundle = app.containingApp ?? app.bundleIdentifier ?? "unregistered.\(connection.hello.map { FerryPaths.fileName($0.clientName) } ?? "client")"
             if existing == nil {
                 _ = try await store.openSession(session, appBundleIdentifier: bundle, sharedContainerIdentifier: attach.sharedContainerIdentifier, now: clock.now)
                 logger.info("session created", metadata: ["session": "\(session)", "app": "\(bundle)"])

@@ -1,3 +1,4 @@
+import FerryApps
 public import Foundation
 
 /// What ferryd knows of the app behind a connection, from its pid (the app manifests).
@@ -52,8 +53,9 @@ public struct DataDirectoryContainers: ContainerLocating {
     public var dataDirectory: URL
     public init(dataDirectory: URL) { self.dataDirectory = dataDirectory }
     public func containerURL(group: String?, appBundleIdentifier: String, session: String) -> URL {
-        if let group { return dataDirectory.appendingPathComponent("groups/\(group.pathSafe)", isDirectory: true) }
-        return dataDirectory.appendingPathComponent("session-files/\(session.pathSafe)", isDirectory: true)
+        let paths = FerryPaths(dataDirectory: dataDirectory, runtimeDirectory: dataDirectory)
+        if let group { return paths.containerURL(forGroup: group) }
+        return paths.sessionFiles(session)
     }
 }
 
@@ -72,11 +74,3 @@ public struct NoLauncher: AppLaunching {
     }
 }
 
-extension String {
-    /// A file name made of this identifier: `/`, NUL and leading dots cannot escape a folder.
-    var pathSafe: String {
-        var name = String(map { $0 == "/" || $0 == "\0" ? "_" : $0 })
-        while name.hasPrefix(".") { name = "_" + name.dropFirst() }
-        return name.isEmpty ? "_" : String(name.prefix(200))
-    }
-}

@@ -20,7 +20,8 @@ struct PathsTests {
         #expect(paths.storeURL.path == "/srv/ferry-data/ferryd.sqlite")
         #expect(paths.appsDirectory.path == "/srv/ferry-data/apps")
         #expect(paths.groupsDirectory.path == "/srv/ferry-data/groups")
-        #expect(paths.sessionsDirectory.path == "/srv/ferry-data/sessions")
+        #expect(paths.sessionFiles("org.example.bg").path == "/srv/ferry-data/session-files/org.example.bg")
+        #expect(paths.sessionFiles("../x").path == "/srv/ferry-data/session-files/_._x")
         #expect(paths.logsDirectory.path == "/srv/ferry-data/logs")
         #expect(paths.containerURL(forGroup: "group.com.example.sharealike").path == "/srv/ferry-data/groups/group.com.example.sharealike")
     }

@@ -1,3 +1,4 @@
+import FerryApps
 @testable import FerryDaemon
 import FerryEngine
 import FerryProtocol
@@ -77,10 +78,10 @@ struct RulesTests {
 
     @Test("identifiers become one file name")
     func pathSafe() {
-        #expect("../../etc".pathSafe == "_._.._etc")
-        #expect("..".pathSafe == "_.")
-        #expect("a/b\0c".pathSafe == "a_b_c")
-        #expect("".pathSafe == "_")
-        #expect("com.example.app".pathSafe == "com.example.app")
+        #expect(FerryPaths.fileName("../../etc") == "_._.._etc")
+        #expect(FerryPaths.fileName("..") == "_.")
+        #expect(FerryPaths.fileName("a/b\0c") == "a_b_c")
+        #expect(FerryPaths.fileName("") == "_")
+        #expect(FerryPaths.fileName("com.example.app") == "com.example.app")
     }
 }
