@@ -130,11 +130,11 @@ public struct AppLauncher: Sendable {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        changeDirectory(&actions, to: directory)
+        SpawnActions.changeDirectory(&actions, to: directory)
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_adddup2(&actions, output, 1)
         posix_spawn_file_actions_adddup2(&actions, output, 2)
-        closeOthers(&actions)
+        SpawnActions.closeOthers(&actions)
 
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -170,25 +170,6 @@ public struct AppLauncher: Sendable {
             throw AppLaunchError("cannot start \(program): \(String(cString: strerror(result)))")
         }
         return pid
-    }
-
-    /// `posix_spawn_file_actions_addclosefrom_np(3)` (glibc ≥ 2.34, hidden from Swift):
-    /// descriptors ferryd opened without `O_CLOEXEC` (a lock, a socket) must not live on in
-    /// the app. Looked up at run time; without it only close-on-exec descriptors close.
-    static func closeOthers(_ actions: inout posix_spawn_file_actions_t) {
-        typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else { return }
-        let addCloseFrom = unsafeBitCast(symbol, to: AddCloseFrom.self)
-        _ = addCloseFrom(&actions, 3)
-    }
-
-    /// `posix_spawn_file_actions_addchdir_np(3)` (glibc ≥ 2.29, hidden from Swift), looked up
-    /// at run time; without it the app starts in ferryd's folder.
-    static func changeDirectory(_ actions: inout posix_spawn_file_actions_t, to directory: String) {
-        typealias AddChangeDirectory = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addchdir_np") else { return }
-        let addChangeDirectory = unsafeBitCast(symbol, to: AddChangeDirectory.self)
-        _ = addChangeDirectory(&actions, directory)
     }
 
     static func append(_ text: String, to descriptor: Int32) {

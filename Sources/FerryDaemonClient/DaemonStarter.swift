@@ -1,3 +1,4 @@
+import FerryApps
 import Foundation
 import Glibc
 import Logging
@@ -47,11 +48,7 @@ struct DaemonStarter {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        // posix_spawn_file_actions_addclosefrom_np (glibc ≥ 2.34) is hidden from Swift: look it up.
-        typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-        if let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") {
-            _ = unsafeBitCast(symbol, to: AddCloseFrom.self)(&actions, 3)
-        }
+        SpawnActions.closeOthers(&actions)
         var pid = pid_t()
         let result = posix_spawn(&pid, arguments[0], &actions, &attributes, argv, envp)
         guard result == 0 else {

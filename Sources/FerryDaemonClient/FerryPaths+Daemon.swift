@@ -1,5 +1,5 @@
 public import FerryApps
-public import Foundation
+import Foundation
 
 extension FerryPaths {
     /// ferryd's endpoint for these folders. A ferryd started through it gets `environment`
