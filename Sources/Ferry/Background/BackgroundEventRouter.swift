@@ -6,8 +6,9 @@ import Logging
 /// Hands what ferryd pushes to the background session's tasks and delegate, in order.
 ///
 /// Stored events (response, data, download finished, completion) go through the same
-/// ``TaskObserver`` as an in-process transfer, so the delegate sees the same callbacks. Each
-/// is acknowledged after its callbacks returned; one seen before (a redelivery after a
+/// ``TaskObserver`` as an in-process transfer, so the delegate sees the same callbacks. They
+/// are acknowledged after their callbacks returned and their task has ended here (see
+/// ``EventSettlement``); one seen before (a redelivery after a
 /// reconnect) is only acknowledged. Progress is live and only updates counters and the
 /// progress callbacks.
 struct BackgroundEventRouter: Sendable {
@@ -39,7 +40,9 @@ struct BackgroundEventRouter: Sendable {
 
     private func handle(_ event: Event) async {
         guard link.shouldHandle(sequence: event.sequence) else {
-            await link.acknowledge(upTo: event.sequence)
+            // Seen before this reconnect; acknowledged again only as far as its tasks ended.
+            let settled = min(event.sequence, link.settledSequence)
+            if settled > 0 { await link.acknowledge(upTo: settled) }
             return
         }
         let tasks = event.taskIdentifier.map { session.backgroundTasks($0) } ?? []
@@ -49,10 +52,14 @@ struct BackgroundEventRouter: Sendable {
                 "session": "\(link.sessionIdentifier)", "task": "\(event.taskIdentifier.map(String.init) ?? "-")",
             ])
         }
-        // Every callback enqueued so far has returned once this barrier runs.
+        // Every callback enqueued so far has returned once this barrier runs. An event no task
+        // here waits for counts as settled: nobody will finish it in this process.
         let link = self.link
-        await session.delegateQueue.ask { link.markDelivered(event.sequence) }
-        await link.acknowledge(upTo: event.sequence)
+        let task = tasks.isEmpty ? nil : event.taskIdentifier
+        let settles = event.kind.settlesTask
+        if let settled = await session.delegateQueue.ask({ link.markDelivered(event.sequence, task: task, settlesTask: settles) }) {
+            await link.acknowledge(upTo: settled)
+        }
     }
 
     private func deliver(_ kind: EventKind, to task: SessionTask) async {
@@ -96,6 +103,18 @@ struct BackgroundEventRouter: Sendable {
             observer.transferDidSend(
                 bytes: progress.bytesSent - before, totalBytesSent: progress.bytesSent,
                 totalBytesExpectedToSend: progress.bytesExpectedToSend ?? -1)
+        }
+    }
+}
+
+extension EventKind {
+    /// After this event the task's earlier events may be acknowledged: its end (completion,
+    /// failure), or a download's file handed over (moved by the delegate, it cannot be handed
+    /// over again; only the completion is left).
+    var settlesTask: Bool {
+        switch self {
+        case .completed, .failed, .downloadFinished: true
+        case .response, .data: false
         }
     }
 }

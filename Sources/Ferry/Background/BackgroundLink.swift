@@ -24,8 +24,8 @@ final class BackgroundLink: Sendable {
         var failure: FerryError?
         /// Events up to here were taken: a redelivered one is dropped.
         var lastHandledSequence: Int64 = 0
-        /// Events up to here had their delegate callbacks return.
-        var lastDeliveredSequence: Int64 = 0
+        /// Which delivered events may be acknowledged.
+        var settlement = EventSettlement()
         var invalidated = false
     }
     private let state = NIOLockedValueBox(State())
@@ -122,9 +122,15 @@ final class BackgroundLink: Sendable {
     }
 
     /// The delegate's callbacks for events up to `sequence` have returned.
-    func markDelivered(_ sequence: Int64) {
-        state.withLockedValue { $0.lastDeliveredSequence = max($0.lastDeliveredSequence, sequence) }
+    ///
+    /// Returns the point up to which events may now be acknowledged, when it moved
+    /// (``EventSettlement``).
+    func markDelivered(_ sequence: Int64, task: Int?, settlesTask: Bool) -> Int64? {
+        state.withLockedValue { $0.settlement.delivered(sequence, task: task, settlesTask: settlesTask) }
     }
+
+    /// The acknowledged point (redelivered events at or below it may be acknowledged again).
+    var settledSequence: Int64 { state.withLockedValue { $0.settlement.settled } }
 
     /// Stops taking requests; with `cancelTasks`, ferryd cancels the session's tasks now.
     /// The connection stays open until ``disconnect()`` (after the delegate's queued callbacks).
@@ -144,7 +150,7 @@ final class BackgroundLink: Sendable {
     func disconnect() async {
         let (connection, delivered) = state.withLockedValue { s -> (DaemonConnection?, Int64) in
             defer { s.connection = nil }
-            return (s.connection, s.lastDeliveredSequence)
+            return (s.connection, s.settlement.settled)
         }
         guard let connection else { return }
         if delivered > 0 {
@@ -173,5 +179,35 @@ final class BackgroundLink: Sendable {
         case .refused, .failure:
             return FerryError(.unknown, "\(error)", underlying: error)
         }
+    }
+}
+
+/// Which delivered events may be acknowledged. A task's events are acknowledged only once the
+/// event that settles it (its completion or failure, or a download's file handed over) was
+/// delivered: a process that goes away in the middle of a task (an extension that exits right
+/// after resume(), the response seen but not the completion) leaves *all* of the task's events
+/// to the next process, which then sees the response, the body and the completion rather than
+/// a completion without a response. Acknowledgements are cumulative, so the point is the end
+/// of the delivered prefix whose tasks are settled.
+struct EventSettlement {
+    /// Events up to here may be acknowledged.
+    private(set) var settled: Int64 = 0
+    /// Delivered events after `settled`, oldest first, whose task is not settled yet; a nil
+    /// task: nothing here waits for the event.
+    private var unsettled: [(sequence: Int64, task: Int?)] = []
+    /// Settled tasks that still have events in `unsettled` behind an unsettled one.
+    private var settledTasks: Set<Int> = []
+
+    /// Records the delivery of event `sequence` of `task`; returns the new point when it moved.
+    mutating func delivered(_ sequence: Int64, task: Int?, settlesTask: Bool) -> Int64? {
+        unsettled.append((sequence, settlesTask ? nil : task))
+        if settlesTask, let task { settledTasks.insert(task) }
+        let before = settled
+        while let first = unsettled.first, first.task.map({ settledTasks.contains($0) }) ?? true {
+            settled = max(settled, first.sequence)
+            unsettled.removeFirst()
+        }
+        settledTasks.formIntersection(unsettled.compactMap(\.task))
+        return settled > before ? settled : nil
     }
 }
