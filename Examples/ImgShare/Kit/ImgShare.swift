@@ -142,7 +142,11 @@ public final class ImgurService: SessionDelegate {
             upload.error = error.description
         }
         do {
-            try ImgShare.history().append(upload)
+            // Delivery is at least once (an extension may exit before ferryd heard that it
+            // handled the completion, and the app hears it again): record each upload once.
+            let history = try ImgShare.history()
+            guard !(try history.read().contains { $0.task == upload.task }) else { return }
+            try history.append(upload)
             if !file.isEmpty { try? FileManager.default.removeItem(at: try ImgShare.outbox().appendingPathComponent(file)) }
         } catch {
             FileHandle.standardError.write(Data("imgshare: cannot record upload \(task.taskIdentifier): \(error)\n".utf8))

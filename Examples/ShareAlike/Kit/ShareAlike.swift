@@ -104,7 +104,13 @@ public final class PostsDelegate: SessionDelegate {
     public func session(_ session: Session, task: SessionTask, didCompleteWithError error: FerryError?) async {
         let entry = HistoryEntry(event: .completed, task: task.taskIdentifier, status: task.response?.statusCode,
                                  error: error.map { "\($0.code): \($0.message)" }, handledBy: role)
-        do { try ShareAlike.history().append(entry) } catch {
+        do {
+            // Delivery is at least once: an extension that handled the completion may exit
+            // before ferryd heard so, and the app then hears it again. Record it once.
+            let history = try ShareAlike.history()
+            guard !(try history.read().contains { $0.event == .completed && $0.task == entry.task }) else { return }
+            try history.append(entry)
+        } catch {
             FileHandle.standardError.write(Data("sharealike: cannot record post \(task.taskIdentifier): \(error)\n".utf8))
         }
     }
