@@ -12,12 +12,16 @@ import ShareKit
 final class ShareViewController: ComposeServiceController {
     private var image: (file: URL, type: TypeIdentifier)?
     private var settings: Settings?
+    /// Made while the sheet is shown, so Post only submits the upload and leaves.
+    private var session: Session?
+    private let service = ImgurService(fallback: { result, task in ImgurService.record(result, task: task, handledBy: "extension") })
 
     override func presentationAnimationDidFinish() {
         placeholder = "Title (optional)"
         load {
             do {
                 self.settings = try ImgShare.settings().load()
+                self.session = try Session.background(ImgShare.group.configuration, delegate: self.service)
                 let attachments = self.extensionContext.inputItems.flatMap(\.attachments)
                 guard let provider = attachments.first(where: { $0.hasItemConforming(toTypeIdentifier: .image) }),
                       case .file(let file) = try await provider.loadItem(forTypeIdentifier: .image),
@@ -37,7 +41,7 @@ final class ShareViewController: ComposeServiceController {
     }
 
     override func didSelectPost() {
-        guard let settings else {
+        guard let settings, let session else {
             extensionContext.cancelRequest(withError: ExampleError("ImgShare is not set up: run `imgshare setup --server URL --client-id ID`"))
             return
         }
@@ -47,8 +51,6 @@ final class ShareViewController: ComposeServiceController {
             let name = UUID().uuidString.lowercased() + "." + (image.type.preferredFilenameExtension ?? "img")
             let copy = try ImgShare.outbox().appendingPathComponent(name)
             try FileManager.default.copyItem(at: image.file, to: copy)
-            let service = ImgurService(fallback: { result, task in ImgurService.record(result, task: task, handledBy: "extension") })
-            let session = try Session.background(ImgShare.group.configuration, delegate: service)
             let task = service.upload(copy, contentType: image.type.preferredMIMEType ?? "application/octet-stream", title: contentText,
                                       settings: settings, session: session) { result, task in
                 ImgurService.record(result, task: task, handledBy: "extension")

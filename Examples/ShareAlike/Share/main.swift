@@ -12,12 +12,15 @@ import ShareKit
 final class ShareViewController: ComposeServiceController {
     private var imageDetails: Post.ImageSummary?
     private var settings: Settings?
+    /// Made while the sheet is shown, so Post only submits the task and leaves.
+    private var session: Session?
 
     override func presentationAnimationDidFinish() {
         placeholder = "Say something about it"
         load {
             do {
                 self.settings = try ShareAlike.settings().load()
+                self.session = try Session.background(ShareAlike.group.configuration, delegate: PostsDelegate(role: "extension"))
             } catch {
                 self.extensionContext.cancelRequest(withError: error)
                 return
@@ -43,14 +46,13 @@ final class ShareViewController: ComposeServiceController {
     }
 
     override func didSelectPost() {
-        guard let settings else {
+        guard let settings, let session else {
             extensionContext.cancelRequest(withError: ExampleError("ShareAlike has no request bin yet: run `sharealike setup`"))
             return
         }
         do {
             let post = Post(text: contentText, image_details: imageDetails)
             let body = try JSONEncoder().encode(post)
-            let session = try Session.background(ShareAlike.group.configuration, delegate: PostsDelegate(role: "extension"))
             let task = session.uploadTask(with: ShareAlike.postRequest(to: settings.binURL), from: body)
             task.resume()  // in ferryd's store when this returns
             try ShareAlike.history().append(HistoryEntry(event: .posted, task: task.taskIdentifier, post: post, bin: settings.binURL.absoluteString))
