@@ -1,5 +1,6 @@
 // A loopback server that speaks the IETF resumable-upload draft through swift-nio-extras'
 // NIOResumableUpload, so Ferry is tested against that library and not only against itself.
+import Foundation
 import HTTPTypes
 import NIOCore
 import NIOHTTP1
@@ -111,7 +112,9 @@ public final class ResumableUploadServer: Sendable {
             return s.completed.values.map(\.path) + s.partial
         }
         for path in paths { unlink(path) }
-        rmdir(shared.directory)
+        // The whole folder: a handler still finishing when the channels closed may have
+        // written a file after the list above (such folders were left behind in /tmp).
+        try? FileManager.default.removeItem(atPath: shared.directory)
     }
 
     /// The next upload-body stream (an upload creation or a `PATCH` append, or any `POST`,

@@ -186,7 +186,7 @@ struct BackgroundSessionTests {
     @Test("the library starts ferryd when nobody answers, and two sessions racing start one")
     func startsDaemonOnDemand() async throws {
         let daemon = try DaemonHarness.prepare()  // directories only: no ferryd yet
-        defer { daemon.stopStartedDaemon() }
+        defer { daemon.stop() }  // the ferryd the library started, then the directories
         async let a = Task.detached { try Session.background(daemon.configuration("bg.race.a")) }.value
         async let b = Task.detached { try Session.background(daemon.configuration("bg.race.b")) }.value
         let (first, second) = try await (a, b)
