@@ -81,7 +81,9 @@ import Glibc
     @Test func shellScriptsAreIdentifiedByAbsoluteOrRelativePath() async throws {
         let sandbox = try Sandbox()
         defer { sandbox.remove() }
-        let script = try sandbox.write("#!/bin/sh -e\nsleep 30\n", to: "opt/shapp/bin/shapp")
+        // Not `sleep` last: dash execs a script's last simple command in place, and the process
+        // would then be `sleep` (exe and cmdline), no longer the script (a flaky failure under load).
+        let script = try sandbox.write("#!/bin/sh -e\nsleep 30\ntrue\n", to: "opt/shapp/bin/shapp")
         let manifest = AppManifest(bundleIdentifier: "com.example.shapp", name: "ShApp", executables: [script], launch: [script])
         try sandbox.registry.install(manifest)
 
