@@ -1,9 +1,12 @@
 public import Foundation
+import Synchronization
 import Crypto
 
 /// Files for tests: a fresh directory each, and SHA-256 of what landed on disk.
 public enum TestFiles {
-    /// A new, empty directory under the system temporary directory; remove it with `defer`.
+    /// A new, empty directory under the system temporary directory. Remove it with `defer`
+    /// when done; any left are removed when the test process exits (kept with
+    /// FERRY_KEEP_TEST_LOGS=1, to read after a failure).
     ///
     /// ```swift
     /// let dir = try TestFiles.makeTemporaryDirectory()
@@ -12,7 +15,20 @@ public enum TestFiles {
     public static func makeTemporaryDirectory() throws -> URL {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        madeDirectories.withLock { made in
+            if made.isEmpty, ProcessInfo.processInfo.environment["FERRY_KEEP_TEST_LOGS"] == nil {
+                atexit { TestFiles.removeMadeDirectories() }
+            }
+            made.append(url)
+        }
         return url
+    }
+
+    /// Every directory ``makeTemporaryDirectory()`` made in this process.
+    private static let madeDirectories = Mutex<[URL]>([])
+
+    private static func removeMadeDirectories() {
+        for url in madeDirectories.withLock({ $0 }) { try? FileManager.default.removeItem(at: url) }
     }
 
     /// Lower-case hex SHA-256 of a file, read in 1 MiB chunks.
