@@ -46,6 +46,7 @@ let package = Package(
             dependencies: [
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
@@ -99,6 +100,7 @@ let package = Package(
                 "FerryProtocol",
                 "FerryApps",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -119,6 +121,7 @@ let package = Package(
         .target(
             name: "FerryTestSupport",
             dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -144,6 +147,7 @@ let package = Package(
                 "FerryStore",
                 "FerryEngine",
                 "FerryApps",
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -191,12 +195,9 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // MARK: byteclub-server (issue: byteclub-server)
-        .systemLibrary(
-            name: "CVips",
-            path: "Sources/CVips",
-            pkgConfig: "vips",
-            providers: [.apt(["libvips-dev"])]
-        ),
+        // libvips (Debian's libvips42, from scripts/install-deps), loaded on first use rather
+        // than linked: see Sources/CVips/include/cvips.h.
+        .target(name: "CVips", path: "Sources/CVips"),
         .target(
             name: "ByteClubServer",
             dependencies: [
@@ -207,6 +208,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -291,6 +293,7 @@ let package = Package(
                 "FerryTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
@@ -320,6 +323,7 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

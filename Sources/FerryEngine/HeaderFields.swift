@@ -70,7 +70,13 @@ public struct HeaderFields: Sendable, Hashable, Sequence, ExpressibleByDictionar
 }
 
 extension String {
+    /// Field names are ASCII tokens (RFC 9110 §5.1): compared byte by byte, folding only
+    /// A–Z, with no allocation (this runs for every header lookup of every response).
     func caseInsensitiveEquals(_ other: String) -> Bool {
-        self.utf8.count == other.utf8.count && self.lowercased() == other.lowercased()
+        let a = self.utf8, b = other.utf8
+        guard a.count == b.count else { return false }
+        return zip(a, b).allSatisfy { x, y in
+            x == y || (x | 0x20 == y | 0x20 && (x | 0x20) >= UInt8(ascii: "a") && (x | 0x20) <= UInt8(ascii: "z"))
+        }
     }
 }

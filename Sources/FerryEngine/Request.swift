@@ -48,7 +48,8 @@ public struct Response: Sendable, Hashable {
 
     /// `Content-Length`, or -1 when unknown (as `expectedContentLength` in URLSession).
     public var expectedContentLength: Int64 {
-        headers["Content-Length"].flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) } ?? -1
+        guard let value = headers["Content-Length"] else { return -1 }
+        return Int64(value) ?? Int64(value.trimmingCharacters(in: .whitespaces)) ?? -1
     }
 
     /// The media type without parameters, e.g. "application/json".

@@ -125,7 +125,7 @@ public struct ImageDetails: Sendable, Hashable, CustomStringConvertible {
 
     private static func startVips() throws {
         guard vipsStarted else {
-            throw ShareKitError("libvips cannot start (is libvips installed? scripts/install-deps)", code: .library)
+            throw ShareKitError("libvips cannot start: \(String(cString: cvips_load_error())) (scripts/install-deps installs it)", code: .library)
         }
     }
 }
