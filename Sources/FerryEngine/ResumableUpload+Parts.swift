@@ -1,6 +1,7 @@
 // The pieces of a resumable upload's appends: the server's `Upload-Limit`, and one part of the body.
 import Foundation
 import NIOCore
+import NIOHTTP1
 
 /// The limits a server announces in `Upload-Limit`, a structured-field dictionary.
 struct UploadLimits: Sendable, Hashable {
@@ -97,5 +98,30 @@ struct UploadPart: AsyncSequence, Sendable {
 
     func makeAsyncIterator() -> AsyncIterator {
         AsyncIterator(base: chunks.makeAsyncIterator(), left: length, onChunk: onChunk)
+    }
+}
+
+extension HTTPHeaders {
+    /// Fields of the original request that describe its body, or the upload itself: not
+    /// carried to requests about the upload resource, which set their own.
+    private static let bodyFields: Set<String> = [
+        "content-type", "content-length", "content-encoding", "content-digest", "repr-digest",
+        "transfer-encoding", "expect", "range", "if-range", "if-match", "if-none-match",
+    ]
+
+    /// Adds `original`'s fields to a request about its upload resource at `location` (the
+    /// `OPTIONS` probe, `HEAD`, `PATCH`, `DELETE`), as URLSession does: a server that guards
+    /// upload resources the way it guards the target (`Authorization`, `Cookie`, an API key
+    /// among the session's extra headers) accepts them. Credentials stay on the origin they
+    /// were for, as across redirects.
+    mutating func addFields(of original: Request, for location: URL) {
+        let sameOrigin = original.url.scheme?.lowercased() == location.scheme?.lowercased()
+            && original.url.host?.lowercased() == location.host?.lowercased() && original.url.port == location.port
+        for field in original.headers {
+            let name = field.name.lowercased()
+            if Self.bodyFields.contains(name) || name.hasPrefix("upload-") { continue }
+            if !sameOrigin, name == "authorization" || name == "cookie" || name == "proxy-authorization" { continue }
+            add(name: field.name, value: field.value)
+        }
     }
 }

@@ -115,6 +115,7 @@ extension TransferEngine {
         for _ in 0..<2 {
             var probe = HTTPClientRequest(url: url.absoluteString)
             probe.method = .OPTIONS
+            probe.headers.addFields(of: state.request, for: url)
             probe.headers.add(name: "Upload-Draft-Interop-Version", value: "\(version.rawValue)")
             state.requestCount += 1
             let response = try await limiter.withSlot(host: url.host ?? "") {
@@ -234,6 +235,7 @@ extension TransferEngine {
         let request = state.request
         var append = HTTPClientRequest(url: resource.location.absoluteString)
         append.method = .PATCH
+        append.headers.addFields(of: request, for: resource.location)
         append.headers.add(name: "Upload-Draft-Interop-Version", value: "\(resource.version.rawValue)")
         append.headers.add(name: "Upload-Offset", value: "\(offset)")
         if resource.version >= .v6 { append.headers.add(name: "Content-Type", value: "application/partial-upload") }
@@ -365,6 +367,7 @@ extension TransferEngine {
     ) async throws -> (offset: Int64, complete: Bool, length: Int64?, limits: UploadLimits?)? {
         var head = HTTPClientRequest(url: resource.location.absoluteString)
         head.method = .HEAD
+        head.headers.addFields(of: state.request, for: resource.location)
         head.headers.add(name: "Upload-Draft-Interop-Version", value: "\(resource.version.rawValue)")
         state.requestCount += 1
         let headRequest = head
@@ -387,6 +390,7 @@ extension TransferEngine {
     private func cancelUpload(_ resource: ResumableUploadResource, state: inout AttemptState) async {
         var delete = HTTPClientRequest(url: resource.location.absoluteString)
         delete.method = .DELETE
+        delete.headers.addFields(of: state.request, for: resource.location)
         delete.headers.add(name: "Upload-Draft-Interop-Version", value: "\(resource.version.rawValue)")
         state.requestCount += 1
         let deleteRequest = delete

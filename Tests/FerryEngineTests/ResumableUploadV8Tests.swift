@@ -117,6 +117,28 @@ struct ResumableUploadV8Tests {
         }
     }
 
+    @Test("credentials and extra headers travel to OPTIONS, HEAD and PATCH; the original body's fields do not")
+    func requestFieldsTravel() async throws {
+        let size = 2 << 20
+        try await withUpload(size: size, seed: 93) { server, file, engine in
+            server.cutNextUpload(afterBytes: size / 2)
+            var request = Request(url: URL(string: server.baseURL + "/upload/photo")!, method: "POST")
+            request.headers = ["Authorization": "Bearer t0k", "X-Api-Key": "k1", "Content-Type": "image/jpeg"]
+            let result = try await engine.run(Transfer(request: request, upload: .file(file), retry: Self.retrying))
+            try expectStored(server, result, size: size, seed: 93)
+            #expect(server.requests.map(\.method) == ["OPTIONS", "POST", "PATCH", "HEAD", "PATCH"])
+            for sent in server.requests {
+                #expect(sent.header("Authorization") == "Bearer t0k" && sent.header("X-Api-Key") == "k1", "\(sent.method)")
+                let types = sent.headers.filter { $0.0.lowercased() == "content-type" }.map(\.1)
+                switch sent.method {
+                case "PATCH": #expect(types == ["application/partial-upload"])
+                case "POST": #expect(types == ["image/jpeg"])
+                default: #expect(types.isEmpty, "\(sent.method)")
+                }
+            }
+        }
+    }
+
     @Test("a 409 names the server's offset, and the append goes on from there")
     func offsetConflict() async throws {
         let size = 3 << 20
