@@ -376,7 +376,18 @@ extension TransferEngine {
             _ = try? await response.body.collect(upTo: 1 << 16)
             return response
         }
-        guard (200..<300).contains(response.status.code) else { return nil }
+        let code = Int(response.status.code)
+        guard (200..<300).contains(code) else {
+            // Busy or failing is not forgetting: a POST must not be declared lost (or a PUT
+            // restarted from zero) because the server could not answer now. Ask again later.
+            if code >= 500 || code == 429 || code == 408 {
+                let retryAfter = RetryPolicy.parseRetryAfter(response.headers.first(name: "Retry-After"))
+                throw RetryLater(
+                    delay: retryAfter, reason: "HEAD on the upload resource: HTTP \(code)",
+                    error: FerryError(.networkConnectionLost, "the upload was interrupted and the server could not say how much it has (HEAD answered \(code))", url: resource.location))
+            }
+            return nil
+        }
         guard let value = response.headers.first(name: "Upload-Offset"), let offset = Int64(value), offset >= 0 else {
             throw FerryError(.badServerResponse, "the upload resource gave no valid Upload-Offset", url: resource.location)
         }

@@ -102,6 +102,12 @@ extension DraftV8UploadServer {
 
     private func offset(_ x: Exchange, token: String, _ parts: inout Parts) async throws -> Bool {
         try await drain(x, &parts)
+        let unavailable = state.withLock { s -> Bool in
+            guard s.unavailableHeads > 0 else { return false }
+            s.unavailableHeads -= 1
+            return true
+        }
+        if unavailable { return try await reply(x, .serviceUnavailable, [("Retry-After", "1")]) }
         let found = state.withLock { s -> (Int, Bool, Int?)? in
             guard s.uploads[token] != nil else { return nil }
             s.takeOver(token, by: x)

@@ -190,6 +190,12 @@ public final class DraftV8UploadServer: Sendable {
         state.withLock { $0.staleBy = bytes }
     }
 
+    /// The next `count` `HEAD`s answer `503 Service Unavailable` with `Retry-After: 1`, as a
+    /// server restarting or overloaded would, without forgetting the upload.
+    public func failNextHeads(_ count: Int) {
+        state.withLock { $0.unavailableHeads = count }
+    }
+
     // MARK: What happened
 
     /// Uploads received whole, by the `<name>` of `/upload/<name>`.
@@ -285,6 +291,7 @@ extension DraftV8UploadServer {
         var creations = 0
         var fault: Fault?
         var staleBy = 0
+        var unavailableHeads = 0
         var nextFile = 0
         var total = 0
         var channels: [ObjectIdentifier: any Channel] = [:]

@@ -139,6 +139,22 @@ struct ResumableUploadV8Tests {
         }
     }
 
+    @Test("a HEAD answered 503 is asked again after Retry-After: the upload is not taken for forgotten")
+    func unavailableHeadIsRetried() async throws {
+        let size = 2 << 20
+        try await withUpload(size: size, seed: 94) { server, file, engine in
+            server.cutNextUpload(afterBytes: size / 2)
+            server.failNextHeads(1)
+            let started = ContinuousClock.now
+            let result = try await engine.run(transfer(server, file, method: "POST"))
+            try expectStored(server, result, size: size, seed: 94)
+            #expect(server.requests.map(\.method) == ["OPTIONS", "POST", "PATCH", "HEAD", "HEAD", "PATCH"])
+            #expect(server.creations == 1)
+            #expect(patches(server).map { $0.header("Upload-Offset") } == ["0", "\(size / 2)"])
+            #expect(ContinuousClock.now - started >= .seconds(1), "Retry-After: 1 was waited")
+        }
+    }
+
     @Test("a 409 names the server's offset, and the append goes on from there")
     func offsetConflict() async throws {
         let size = 3 << 20
