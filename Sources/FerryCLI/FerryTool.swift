@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Logging
 
 /// `ferry`: downloads and uploads over HTTP with Ferry, from the shell.
 @main
@@ -38,6 +39,7 @@ struct FerryTool: AsyncParsableCommand {
     /// As `AsyncParsableCommand.main()`, except that usage errors (including `validate()`
     /// failures such as a bad URL) exit with 2, the Unix convention, rather than 64.
     static func main() async {
+        LoggingSystem.bootstrap(CLILog.handler)
         do {
             var command = try await asyncParseAsRoot(nil)
             if var asyncCommand = command as? AsyncParsableCommand {
@@ -52,5 +54,19 @@ struct FerryTool: AsyncParsableCommand {
             }
             exit(withError: error)
         }
+    }
+}
+
+/// The library's log lines in a terminal: the CLI reports what matters itself (a retry, a
+/// resume, an error), so by default only warnings and errors from the library reach stderr;
+/// `FERRY_LOG=info` (or `debug`, `trace`) shows more. Never stdout: that is for `--json`.
+enum CLILog {
+    static let level: Logger.Level = ProcessInfo.processInfo.environment["FERRY_LOG"]
+        .flatMap { Logger.Level(rawValue: $0.lowercased()) } ?? .warning
+
+    @Sendable static func handler(label: String) -> any LogHandler {
+        var handler = StreamLogHandler.standardError(label: label)
+        handler.logLevel = level
+        return handler
     }
 }

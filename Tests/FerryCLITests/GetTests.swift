@@ -37,6 +37,26 @@ import Glibc
         try await server.shutdown()
     }
 
+    @Test func aRetryIsSaidOnceAndLogLinesOnlyWithFERRY_LOG() async throws {
+        let server = try await TestHTTPServer.start()
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let flaky = "\(server.baseURL)/flaky/log?failures=1&status=503&retryAfter=0&then=/bytes/100"
+        let run = try await FerryBinary.run(["get", flaky, "-o", scratch.path("a.bin"), "--retries", "2", "--json"], in: scratch.url)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.json?["status"] as? Int == 200, "stdout holds only the JSON: \(run.stdout)")
+        #expect(run.stderr.contains("retrying"), "\(run.stderr)")
+        #expect(!run.stderr.contains(" info "), "no library log lines by default: \(run.stderr)")
+
+        let flaky2 = "\(server.baseURL)/flaky/log2?failures=1&status=503&retryAfter=0&then=/bytes/100"
+        let verbose = try await FerryBinary.run(
+            ["get", flaky2, "-o", scratch.path("b.bin"), "--retries", "2", "--json"], in: scratch.url, environment: ["FERRY_LOG": "info"])
+        #expect(verbose.status == 0, "\(verbose.stderr)")
+        #expect(verbose.json?["status"] as? Int == 200, "\(verbose.stdout)")
+        #expect(verbose.stderr.contains(" info ferry.engine"), "\(verbose.stderr)")
+        try await server.shutdown()
+    }
+
     @Test func wrongSHA256FailsWithExit65() async throws {
         let server = try await TestHTTPServer.start()
         let scratch = try Scratch()
