@@ -34,8 +34,9 @@ extension Daemon {
             }
             return .invalidated(SessionReference(sessionIdentifier: invalidate.sessionIdentifier))
         case .acknowledge(let ack):
-            let handedOver = try await finishedDownloads(in: ack.sessionIdentifier, upTo: ack.upToSequence)
-            let removed = try await store.acknowledge(session: ack.sessionIdentifier, upTo: ack.upToSequence)
+            let single = Set(ack.sequences ?? []).filter { $0 > ack.upToSequence }
+            let handedOver = try await finishedDownloads(in: ack.sessionIdentifier, upTo: ack.upToSequence, also: single)
+            let removed = try await store.acknowledge(session: ack.sessionIdentifier, upTo: ack.upToSequence, also: single.sorted())
             // As the platform does: a downloaded file the app did not move during its callback
             // is deleted. Only files in ferryd's own downloads folder; a destination the app
             // named is the app's.
@@ -76,22 +77,23 @@ extension Daemon {
         }
     }
 
-    /// The files of the `downloadFinished` events up to `sequence` that lie in ferryd's own
-    /// downloads folder of the session's container.
-    private func finishedDownloads(in session: String, upTo sequence: Int64) async throws -> [URL] {
+    /// The files of the `downloadFinished` events up to `sequence` (and of the `single` ones
+    /// after it) that lie in ferryd's own downloads folder of the session's container.
+    private func finishedDownloads(in session: String, upTo sequence: Int64, also single: Set<Int64>) async throws -> [URL] {
         guard let record = try await store.session(session) else { return [] }
         let folder = containerURL(of: record).appendingPathComponent("downloads", isDirectory: true)
+        let last = max(sequence, single.max() ?? 0)
         var files: [URL] = []
         var after: Int64 = 0
         while true {
-            let events = try await store.undeliveredEvents(in: session, after: after, limit: 500).filter { $0.sequence <= sequence }
-            for event in events where event.kind == "downloadFinished" {
+            let events = try await store.undeliveredEvents(in: session, after: after, limit: 500).filter { $0.sequence <= last }
+            for event in events where event.kind == "downloadFinished" && (event.sequence <= sequence || single.contains(event.sequence)) {
                 if case .downloadFinished(let finished)? = try? event.event().kind, Self.isInside(finished.location, folder) {
                     files.append(URL(fileURLWithPath: finished.location))
                 }
             }
-            guard events.count == 500, let last = events.last?.sequence else { return files }
-            after = last
+            guard events.count == 500, let next = events.last?.sequence else { return files }
+            after = next
         }
     }
 

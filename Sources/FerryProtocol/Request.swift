@@ -191,13 +191,25 @@ public struct Invalidate: Hashable, Sendable, Codable {
 }
 
 /// Every stored event of the session with a sequence up to and including `upToSequence` has
-/// been handled.
+/// been handled, and so have the events listed in `sequences` (beyond that point: a task that
+/// ended while an earlier one is still open). ferryd deletes them all.
+///
+/// ```swift
+/// Acknowledge(sessionIdentifier: "com.example.app.bg", upToSequence: 19, sequences: [22, 23])
+/// ```
 public struct Acknowledge: Hashable, Sendable, Codable {
+    /// At most this many `sequences` in one request.
+    public static let maximumSequences = 10_000
+
     public var sessionIdentifier: String
     public var upToSequence: Int64
-    public init(sessionIdentifier: String, upToSequence: Int64) {
+    /// Single events after `upToSequence` (optional; a ferryd that predates it acknowledges
+    /// only up to `upToSequence`, and those events come again).
+    public var sequences: [Int64]?
+    public init(sessionIdentifier: String, upToSequence: Int64, sequences: [Int64]? = nil) {
         self.sessionIdentifier = sessionIdentifier
         self.upToSequence = upToSequence
+        self.sequences = sequences
     }
 }
 
@@ -217,6 +229,12 @@ extension Request {
             if task.taskIdentifier < 1 { throw FerryProtocolError(.badRequest, "task identifiers start at 1") }
         case .acknowledge(let ack):
             if ack.upToSequence < 0 { throw FerryProtocolError(.badRequest, "event sequences start at 1") }
+            if let sequences = ack.sequences {
+                if sequences.count > Acknowledge.maximumSequences {
+                    throw FerryProtocolError(.badRequest, "acknowledge at most \(Acknowledge.maximumSequences) single sequences at once")
+                }
+                if sequences.contains(where: { $0 < 1 }) { throw FerryProtocolError(.badRequest, "event sequences start at 1") }
+            }
         case .attach(let attach):
             if let group = attach.sharedContainerIdentifier, group.isEmpty || group.utf8.count > 1024 {
                 throw FerryProtocolError(.badRequest, "an app group identifier has 1 to 1024 bytes")

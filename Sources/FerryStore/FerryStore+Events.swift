@@ -23,14 +23,25 @@ extension FerryStore {
         }
     }
 
-    /// Deletes the session's events up to and including `sequence`, once the client has
-    /// handled them; other sessions' events and later ones stay. Returns how many went.
+    /// Deletes the session's events up to and including `sequence`, and the later ones listed in
+    /// `single`, once the client has handled them; other sessions' events and the rest stay.
+    /// Returns how many went.
     @discardableResult
-    public func acknowledge(session: String, upTo sequence: Int64) async throws -> Int {
+    public func acknowledge(session: String, upTo sequence: Int64, also single: [Int64] = []) async throws -> Int {
         try await write("acknowledge the events of \(session)") { db in
             try db.execute(
                 sql: "DELETE FROM event WHERE session_identifier = ? AND sequence <= ?", arguments: [session, sequence])
-            return db.changesCount
+            var removed = db.changesCount
+            // In slices: SQLite caps the number of bound parameters in one statement.
+            for start in stride(from: 0, to: single.count, by: 500) {
+                let slice = Array(single[start..<min(start + 500, single.count)])
+                let marks = Array(repeating: "?", count: slice.count).joined(separator: ",")
+                try db.execute(
+                    sql: "DELETE FROM event WHERE session_identifier = ? AND sequence IN (\(marks))",
+                    arguments: StatementArguments([session] as [any DatabaseValueConvertible] + slice.map { $0 as any DatabaseValueConvertible }))
+                removed += db.changesCount
+            }
+            return removed
         }
     }
 

@@ -35,6 +35,8 @@ struct MessageRoundTripTests {
 
         let ack = try coder.encode(ClientMessage.request(id: 7, .acknowledge(Acknowledge(sessionIdentifier: "s", upToSequence: 3))))
         #expect(String(buffer: ack) == #"{"request":{"sessionIdentifier":"s","type":"acknowledge","upToSequence":3},"requestID":7,"type":"request"}"#)
+        let singles = try coder.encode(ClientMessage.request(id: 8, .acknowledge(Acknowledge(sessionIdentifier: "s", upToSequence: 3, sequences: [5, 6]))))
+        #expect(String(buffer: singles) == #"{"request":{"sequences":[5,6],"sessionIdentifier":"s","type":"acknowledge","upToSequence":3},"requestID":8,"type":"request"}"#)
 
         let submit = String(buffer: try coder.encode(Request.submit(Fixtures.fullSubmission)))
         #expect(submit.contains(#""url":"https://127.0.0.1:8443/upload?name=a%20b""#))

@@ -57,6 +57,8 @@ struct RequestValidationTests {
         .attach(AttachSession(sessionIdentifier: "s", httpMaximumConnectionsPerHost: 65)),
         .cancel(TaskReference(sessionIdentifier: "s", taskIdentifier: 0)),
         .acknowledge(Acknowledge(sessionIdentifier: "s", upToSequence: -1)),
+        .acknowledge(Acknowledge(sessionIdentifier: "s", upToSequence: 1, sequences: [3, 0])),
+        .acknowledge(Acknowledge(sessionIdentifier: "s", upToSequence: 1, sequences: Array(repeating: 5, count: Acknowledge.maximumSequences + 1))),
         .submit(ValidationTests.submission { $0.priority = -1 }),
     ])
     func invalid(_ request: Request) {

@@ -45,6 +45,29 @@ struct EventTests {
         }
     }
 
+    @Test("single events after the point are acknowledged too, only in that session, in slices past SQLite's parameter limit")
+    func singleAcknowledgements() async throws {
+        try await withStore { (store, _) async throws in
+            _ = try await store.openSession("other", appBundleIdentifier: "com.example.other")
+            _ = try await store.submit(download("a"))
+            _ = try await store.submit(download("b", session: "other"))
+            var sequences: [Int64] = []
+            var others: [Int64] = []
+            for index in 0..<1_200 {
+                sequences.append(try await store.appendEvent(event(1, "e\(index)")).sequence)
+                if index < 3 { others.append(try await store.appendEvent(event(1, "o\(index)", session: "other")).sequence) }
+            }
+            // Up to the second, plus the fourth, plus every odd index from 9 on (596 singles),
+            // plus another session's sequences, which stay.
+            let single = [sequences[3]] + stride(from: 9, to: 1_200, by: 2).map { sequences[$0] } + others
+            let removed = try await store.acknowledge(session: "s", upTo: sequences[1], also: single)
+            #expect(removed == 2 + 1 + 596)
+            let left = try await store.undeliveredEvents(in: "s", limit: 2_000).map(\.sequence)
+            #expect(left == [sequences[2]] + (4...8).map { sequences[$0] } + stride(from: 10, to: 1_200, by: 2).map { sequences[$0] })
+            #expect(try await store.undeliveredEvents(in: "other").count == 3)
+        }
+    }
+
     @Test("an event for an unknown session or task, or with a payload that is not JSON, is refused")
     func refused() async throws {
         try await withStore { (store, _) async throws in

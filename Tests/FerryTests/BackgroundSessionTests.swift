@@ -115,6 +115,32 @@ struct BackgroundSessionTests {
         }
     }
 
+    @Test("invalidating right after a completion (from another thread) does not hand it to the next process again: each event reaches the app once")
+    func completionIsNotRedeliveredAfterInvalidate() async throws {
+        try await withDaemonAndServer { daemon, server in
+            for round in 1...3 {
+                let identifier = "bg.once.\(round)"
+                let firstLog = CompletionsByTask()
+                let first = try Session.background(daemon.configuration(identifier), delegate: firstLog)
+                let task = first.downloadTask(with: server.url("/bytes/100?seed=\(round)"))
+                task.resume()
+                // The app leaves the moment its delegate has seen the completion, as an
+                // extension or a relaunched app does.
+                _ = await firstLog.completed.stream.first { _ in true }
+                first.finishTasksAndInvalidate()
+
+                let secondLog = CompletionsByTask()
+                let second = try await eventually { try Session.background(daemon.configuration(identifier), delegate: secondLog) }
+                // A redelivered event comes right after the attach (ferryd replays what is
+                // stored, then says eventsFinished; with nothing stored it says nothing).
+                for _ in 0..<40 where secondLog.tasks.isEmpty { try await Task.sleep(for: .milliseconds(25)) }
+                #expect(firstLog.tasks == [task.taskIdentifier])
+                #expect(secondLog.tasks.isEmpty, "round \(round): the completion came again: \(secondLog.tasks)")
+                second.finishTasksAndInvalidate()
+            }
+        }
+    }
+
     @Test("resume() is durable: ferryd killed with SIGKILL right after it still carries the task after a restart")
     func durableAcrossKill() async throws {
         try await withDaemonAndServer { daemon, server in
@@ -219,4 +245,17 @@ func withDaemonAndServer(_ body: (DaemonHarness, TestHTTPServer) async throws ->
     let daemon = try await DaemonHarness.start()
     defer { daemon.stop() }
     try await withServer { server in try await body(daemon, server) }
+}
+
+
+/// Which tasks a session's delegate was told had completed, in order.
+final class CompletionsByTask: SessionDelegate, @unchecked Sendable {  // state behind the lock
+    private let lock = NSLock()
+    private var completions: [Int] = []
+    let completed = AsyncStream<Int>.makeStream()
+    var tasks: [Int] { lock.withLock { completions } }
+    func session(_ session: Session, task: SessionTask, didCompleteWithError error: FerryError?) async {
+        lock.withLock { completions.append(task.taskIdentifier) }
+        completed.continuation.yield(task.taskIdentifier)
+    }
 }

@@ -45,6 +45,7 @@ struct BackgroundEventRouter: Sendable {
             if settled > 0 { await link.acknowledge(upTo: settled) }
             return
         }
+        guard link.beginEvent() else { return }  // leaving: the next process gets it
         let tasks = event.taskIdentifier.map { session.backgroundTasks($0) } ?? []
         for task in tasks { await deliver(event.kind, to: task) }
         if tasks.isEmpty {
@@ -57,9 +58,8 @@ struct BackgroundEventRouter: Sendable {
         let link = self.link
         let task = tasks.isEmpty ? nil : event.taskIdentifier
         let settles = event.kind.settlesTask
-        if let settled = await session.delegateQueue.ask({ link.markDelivered(event.sequence, task: task, settlesTask: settles) }) {
-            await link.acknowledge(upTo: settled)
-        }
+        let ack = await session.delegateQueue.ask { link.markDelivered(event.sequence, task: task, settlesTask: settles) }
+        await link.endEvent(acknowledging: ack)
     }
 
     private func deliver(_ kind: EventKind, to task: SessionTask) async {

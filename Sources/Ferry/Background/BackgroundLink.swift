@@ -27,6 +27,10 @@ final class BackgroundLink: Sendable {
         /// Which delivered events may be acknowledged.
         var settlement = EventSettlement()
         var invalidated = false
+        /// Events handed to the delegate whose acknowledgement has not left yet.
+        var eventsInFlight = 0
+        /// The session asked to disconnect; the last event in flight finishes it.
+        var leaving = false
     }
     private let state = NIOLockedValueBox(State())
 
@@ -111,11 +115,13 @@ final class BackgroundLink: Sendable {
         }
     }
 
-    /// Tells ferryd every event up to `sequence` was handled (it may delete them).
-    func acknowledge(upTo sequence: Int64) async {
+    /// Tells ferryd every event up to `sequence`, and the `single` ones after it, were handled
+    /// (it may delete them).
+    func acknowledge(upTo sequence: Int64, single: [Int64] = []) async {
         guard let connection = state.withLockedValue({ $0.connection }) else { return }
         do throws(DaemonConnectionError) {
-            _ = try await connection.send(.acknowledge(Acknowledge(sessionIdentifier: sessionIdentifier, upToSequence: sequence)))
+            let ack = Acknowledge(sessionIdentifier: sessionIdentifier, upToSequence: sequence, sequences: single.isEmpty ? nil : single)
+            _ = try await connection.send(.acknowledge(ack))
         } catch {
             logger.notice("acknowledge failed; the events will come again", metadata: ["session": "\(sessionIdentifier)", "sequence": "\(sequence)", "error": "\(error)"])
         }
@@ -123,9 +129,8 @@ final class BackgroundLink: Sendable {
 
     /// The delegate's callbacks for events up to `sequence` have returned.
     ///
-    /// Returns the point up to which events may now be acknowledged, when it moved
-    /// (``EventSettlement``).
-    func markDelivered(_ sequence: Int64, task: Int?, settlesTask: Bool) -> Int64? {
+    /// Returns what may now be acknowledged, when anything new (``EventSettlement``).
+    func markDelivered(_ sequence: Int64, task: Int?, settlesTask: Bool) -> EventSettlement.Acknowledgement? {
         state.withLockedValue { $0.settlement.delivered(sequence, task: task, settlesTask: settlesTask) }
     }
 
@@ -144,10 +149,41 @@ final class BackgroundLink: Sendable {
         }
     }
 
+    /// An event is about to be handed to the delegate; false once the session is leaving (the
+    /// event then waits in ferryd for the next process).
+    func beginEvent() -> Bool {
+        state.withLockedValue { s in
+            guard !s.leaving else { return false }
+            s.eventsInFlight += 1
+            return true
+        }
+    }
+
+    /// The event's callbacks have returned: acknowledges what settled, and finishes a
+    /// disconnect that waited for it.
+    func endEvent(acknowledging ack: EventSettlement.Acknowledgement?) async {
+        if let ack { await acknowledge(upTo: ack.upTo, single: ack.single) }
+        let closeNow = state.withLockedValue { s -> Bool in
+            s.eventsInFlight -= 1
+            return s.leaving && s.eventsInFlight == 0
+        }
+        if closeNow { await close() }
+    }
+
     /// Acknowledges what the delegate has seen, then leaves: tasks go on in ferryd and their
     /// later events wait for the next process (or launch the app). Runs on the delegate queue
-    /// after the callbacks queued before it, so nothing handed to the app is sent again.
+    /// after the callbacks queued before it. An event whose callbacks ran but whose
+    /// acknowledgement has not left yet (the app invalidated from its completion handler, or
+    /// from another thread just then) is waited for, so nothing handed to the app comes again.
     func disconnect() async {
+        let waits = state.withLockedValue { s -> Bool in
+            s.leaving = true
+            return s.eventsInFlight > 0
+        }
+        if !waits { await close() }
+    }
+
+    private func close() async {
         let (connection, delivered) = state.withLockedValue { s -> (DaemonConnection?, Int64) in
             defer { s.connection = nil }
             return (s.connection, s.settlement.settled)
@@ -187,27 +223,40 @@ final class BackgroundLink: Sendable {
 /// delivered: a process that goes away in the middle of a task (an extension that exits right
 /// after resume(), the response seen but not the completion) leaves *all* of the task's events
 /// to the next process, which then sees the response, the body and the completion rather than
-/// a completion without a response. Acknowledgements are cumulative, so the point is the end
-/// of the delivered prefix whose tasks are settled.
+/// a completion without a response. A settled task's events are acknowledged at once, one by
+/// one when an open task's event comes before them, so the next process never sees them again
+/// (each event reaches the app once); the cumulative point is the end of the settled prefix.
 struct EventSettlement {
-    /// Events up to here may be acknowledged.
-    private(set) var settled: Int64 = 0
-    /// Delivered events after `settled`, oldest first, whose task is not settled yet; a nil
-    /// task: nothing here waits for the event.
-    private var unsettled: [(sequence: Int64, task: Int?)] = []
-    /// Settled tasks that still have events in `unsettled` behind an unsettled one.
-    private var settledTasks: Set<Int> = []
+    /// What to tell ferryd: everything up to `upTo`, and the single events after it.
+    struct Acknowledgement: Equatable {
+        var upTo: Int64
+        var single: [Int64] = []
+    }
 
-    /// Records the delivery of event `sequence` of `task`; returns the new point when it moved.
-    mutating func delivered(_ sequence: Int64, task: Int?, settlesTask: Bool) -> Int64? {
-        unsettled.append((sequence, settlesTask ? nil : task))
-        if settlesTask, let task { settledTasks.insert(task) }
-        let before = settled
-        while let first = unsettled.first, first.task.map({ settledTasks.contains($0) }) ?? true {
-            settled = max(settled, first.sequence)
-            unsettled.removeFirst()
+    /// Events up to here may be acknowledged (and have been, when a delivery returned them).
+    private(set) var settled: Int64 = 0
+    /// Delivered events after `settled` whose task is not settled yet, oldest first.
+    private var waiting: [(sequence: Int64, task: Int)] = []
+
+    /// Records the delivery of event `sequence` of `task` (nil: nothing here waits for it);
+    /// returns what may now be acknowledged, or nil when nothing new.
+    mutating func delivered(_ sequence: Int64, task: Int?, settlesTask: Bool) -> Acknowledgement? {
+        var ready: [Int64] = []
+        if let task, !settlesTask {
+            waiting.append((sequence, task))
+        } else {
+            ready.append(sequence)
+            if let task {
+                // The task has ended: its earlier events go with this one.
+                ready += waiting.filter { $0.task == task }.map(\.sequence)
+                waiting.removeAll { $0.task == task }
+            }
         }
-        settledTasks.formIntersection(unsettled.compactMap(\.task))
-        return settled > before ? settled : nil
+        guard !ready.isEmpty else { return nil }
+        // Every delivered event below the oldest one still waiting is settled.
+        let newest = ready.max() ?? settled
+        let upTo = max(settled, waiting.first.map { min($0.sequence - 1, newest) } ?? newest)
+        settled = upTo
+        return Acknowledgement(upTo: upTo, single: ready.filter { $0 > upTo }.sorted())
     }
 }
