@@ -1,5 +1,6 @@
 // Runs curl as the client in tests, without blocking a Swift concurrency thread.
 import Crypto
+import FerryTestSupport
 import Foundation
 
 /// What a curl run produced.
@@ -68,9 +69,10 @@ func curl(_ args: [String]) async throws -> CurlResult {
         stderr: (try? String(contentsOf: errURL, encoding: .utf8)) ?? "")
 }
 
-/// Writes `bytes` to a fresh temp file and returns its path.
+/// Writes `bytes` to a fresh temp file and returns its path (in a folder removed when the
+/// test process exits).
 func tempFile(_ bytes: [UInt8]) throws -> String {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-test-\(UUID().uuidString)")
+    let url = try TestFiles.makeTemporaryDirectory().appendingPathComponent("body")
     try Data(bytes).write(to: url)
     return url.path
 }
