@@ -1,69 +1,107 @@
+import NIOConcurrencyHelpers
+
 /// Caps how many requests run at once against one host (`httpMaximumConnectionsPerHost`).
 ///
 /// AsyncHTTPClient's per-host limit is a *soft* limit; this one is hard: a request waits
 /// here, in arrival order, until a slot is free. With at most N requests in flight the
 /// pool never needs more than N connections to the host.
-actor HostLimiter {
+///
+/// A lock rather than an actor: taking a free slot (the usual case) does not suspend, so a
+/// request costs no executor hop on the way in or out (two per request with an actor,
+/// measurable with a thousand 16 KiB downloads).
+final class HostLimiter: Sendable {
     private struct Waiter {
         let id: UInt64
         let continuation: CheckedContinuation<Void, any Error>
     }
 
+    private struct State {
+        var active: [String: Int] = [:]
+        var waiters: [String: [Waiter]] = [:]
+        var nextID: UInt64 = 0
+        /// Waiters between "no slot" and their continuation being queued.
+        var registering: Set<UInt64> = []
+        /// Of those, the ones cancelled in that moment.
+        var cancelledWhileRegistering: Set<UInt64> = []
+    }
+
     private let limit: Int
-    private var active: [String: Int] = [:]
-    private var waiters: [String: [Waiter]] = [:]
-    private var nextID: UInt64 = 0
+    private let state = NIOLockedValueBox(State())
 
     init(limit: Int) {
         self.limit = max(1, limit)
     }
 
     /// Runs `body` holding one of `host`'s slots.
-    nonisolated func withSlot<T: Sendable>(host: String, _ body: () async throws -> T) async throws -> T {
+    func withSlot<T: Sendable>(host: String, _ body: () async throws -> T) async throws -> T {
         try await acquire(host: host)
-        do {
-            let value = try await body()
-            await release(host: host)
-            return value
-        } catch {
-            await release(host: host)
-            throw error
-        }
+        defer { release(host: host) }
+        return try await body()
     }
 
     func acquire(host: String) async throws {
         try Task.checkCancellation()
-        if active[host, default: 0] < limit {
-            active[host, default: 0] += 1
-            return
+        let limit = self.limit
+        let waiting: UInt64? = state.withLockedValue { s in
+            if s.active[host, default: 0] < limit {
+                s.active[host, default: 0] += 1
+                return nil
+            }
+            s.nextID += 1
+            s.registering.insert(s.nextID)
+            return s.nextID
         }
-        nextID += 1
-        let id = nextID
+        guard let id = waiting else { return }
         try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
-                waiters[host, default: []].append(Waiter(id: id, continuation: continuation))
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let now: Result<Void, any Error>? = state.withLockedValue { s in
+                    s.registering.remove(id)
+                    if s.cancelledWhileRegistering.remove(id) != nil { return .failure(CancellationError()) }
+                    // A slot may have been freed since the first look.
+                    if s.active[host, default: 0] < limit {
+                        s.active[host, default: 0] += 1
+                        return .success(())
+                    }
+                    s.waiters[host, default: []].append(Waiter(id: id, continuation: continuation))
+                    return nil
+                }
+                if let now { continuation.resume(with: now) }
             }
         } onCancel: {
-            Task { await self.cancelWaiter(id: id, host: host) }
+            let waiter: Waiter? = state.withLockedValue { s in
+                if s.registering.contains(id) {
+                    s.cancelledWhileRegistering.insert(id)
+                    return nil
+                }
+                guard var queue = s.waiters[host], let index = queue.firstIndex(where: { $0.id == id }) else {
+                    return nil  // already given a slot: the body sees the cancellation
+                }
+                let waiter = queue.remove(at: index)
+                s.waiters[host] = queue.isEmpty ? nil : queue
+                return waiter
+            }
+            waiter?.continuation.resume(throwing: CancellationError())
         }
     }
+
+    /// Requests holding a slot of `host` (for tests and diagnostics).
+    func active(host: String) -> Int { state.withLockedValue { $0.active[host] ?? 0 } }
+
+    /// Requests waiting for a slot of `host`.
+    func waiting(host: String) -> Int { state.withLockedValue { $0.waiters[host]?.count ?? 0 } }
 
     func release(host: String) {
-        if var queue = waiters[host], !queue.isEmpty {
-            // The slot passes straight to the next waiter; `active` stays the same.
-            let next = queue.removeFirst()
-            waiters[host] = queue.isEmpty ? nil : queue
-            next.continuation.resume()
-            return
+        let next: Waiter? = state.withLockedValue { s in
+            if var queue = s.waiters[host], !queue.isEmpty {
+                // The slot passes straight to the next waiter; `active` stays the same.
+                let next = queue.removeFirst()
+                s.waiters[host] = queue.isEmpty ? nil : queue
+                return next
+            }
+            s.active[host, default: 1] -= 1
+            if s.active[host] == 0 { s.active[host] = nil }
+            return nil
         }
-        active[host, default: 1] -= 1
-        if active[host] == 0 { active[host] = nil }
-    }
-
-    private func cancelWaiter(id: UInt64, host: String) {
-        guard var queue = waiters[host], let index = queue.firstIndex(where: { $0.id == id }) else { return }
-        let waiter = queue.remove(at: index)
-        waiters[host] = queue.isEmpty ? nil : queue
-        waiter.continuation.resume(throwing: CancellationError())
+        next?.continuation.resume()
     }
 }

@@ -1,0 +1,52 @@
+@testable import FerryEngine
+import Synchronization
+import Testing
+
+/// The per-host limit on its own: waiting in order, a cancelled waiter leaving its place, and
+/// a slot handed over rather than freed. (The end-to-end proof, counting connections at a
+/// real server, is in DownloadTests and the CLI's --many test.)
+@Suite("Per-host limit")
+struct HostLimiterTests {
+    @Test("waiters get the slot in arrival order; another host is not held up")
+    func fifoPerHost() async throws {
+        let limiter = HostLimiter(limit: 1)
+        try await limiter.acquire(host: "a")
+        try await limiter.acquire(host: "b")  // its own slot
+        let order = Order()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for number in 1...3 {
+                group.addTask {
+                    try await limiter.withSlot(host: "a") { order.numbers.withLock { $0.append(number) } }
+                }
+                // Each one queued before the next is added (bounded wait).
+                for _ in 0..<200 where limiter.waiting(host: "a") < number { try await Task.sleep(for: .milliseconds(5)) }
+            }
+            #expect(limiter.waiting(host: "a") == 3)
+            limiter.release(host: "a")
+            try await group.waitForAll()
+        }
+        #expect(order.numbers.withLock { $0 } == [1, 2, 3])
+        #expect(limiter.active(host: "a") == 0)
+        #expect(limiter.active(host: "b") == 1)
+    }
+
+    @Test("a cancelled waiter leaves the queue with CancellationError and takes no slot")
+    func cancelledWaiter() async throws {
+        let limiter = HostLimiter(limit: 1)
+        try await limiter.acquire(host: "a")
+        let waiter = Task { try await limiter.acquire(host: "a") }
+        for _ in 0..<200 where limiter.waiting(host: "a") < 1 { try await Task.sleep(for: .milliseconds(5)) }
+        waiter.cancel()
+        await #expect(throws: CancellationError.self) { try await waiter.value }
+        #expect(limiter.waiting(host: "a") == 0)
+        limiter.release(host: "a")
+        #expect(limiter.active(host: "a") == 0, "the slot was freed, not handed to the cancelled waiter")
+        try await limiter.acquire(host: "a")  // free at once
+        #expect(limiter.active(host: "a") == 1)
+    }
+}
+
+/// The order in which waiters got their slot.
+final class Order: Sendable {
+    let numbers = Mutex<[Int]>([])
+}
