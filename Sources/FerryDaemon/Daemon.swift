@@ -71,6 +71,8 @@ public actor Daemon {
         var engineConfiguration = engineConfiguration
         // Per-host limits are the scheduler's (per session); the engine only must not be tighter.
         engineConfiguration.maximumConnectionsPerHost = max(engineConfiguration.maximumConnectionsPerHost, configuration.globalTaskLimit)
+        // Every request is an attempt the scheduler counts and backs off from.
+        engineConfiguration.resendsWhenClosedBeforeResponse = false
         self.engine = try TransferEngine(configuration: engineConfiguration, logger: logger)
     }
 

@@ -17,6 +17,11 @@ public struct EngineConfiguration: Sendable, Hashable {
     public var resumableUploadVersions: [Int] = [8, 6, 5, 3]
     /// How long an idle pooled connection is kept.
     public var connectionIdleTimeout: TimeInterval = 60
+    /// An idempotent request whose connection closed before any response (most often a
+    /// pooled keep-alive connection the server had just closed) is sent once more at once,
+    /// outside the retry policy, as URLSession does. ferryd turns this off: its own retries
+    /// (backoff, counted attempts) cover it.
+    public var resendsWhenClosedBeforeResponse = true
 
     public init() {}
 }

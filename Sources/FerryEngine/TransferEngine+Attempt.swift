@@ -65,7 +65,9 @@ extension TransferEngine {
         state.requestCount += 1
         if state.transfer.upload != nil { state.canRepeat = state.canRepeat && RetryPolicy.isIdempotent(request.method) }
         logger.debug("request", metadata: ["method": "\(request.method)", "url": "\(request.url.redactedForLogs)"])
+        state.responseHeadArrived = false
         let clientResponse = try await client.execute(outgoing, deadline: .distantFuture, logger: logger)
+        state.responseHeadArrived = true
         progress.touch()
         if let upload = state.transfer.upload {
             // The body has left: report the final upload totals once.

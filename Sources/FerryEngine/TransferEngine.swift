@@ -138,6 +138,18 @@ public final class TransferEngine: Sendable {
                 attempt += 1
             } catch let error {
                 let mapped = FerryError.from(error, url: state.request.url)
+                if configuration.resendsWhenClosedBeforeResponse, mapped.code == .networkConnectionLost,
+                    !state.responseHeadArrived, !state.immediateRetryUsed,
+                    RetryPolicy.isIdempotent(state.request.method), state.canRepeat, state.deliveredBodyBytes == 0
+                {
+                    // The connection closed before any response: most often a pooled keep-alive
+                    // connection the server had just closed. An idempotent request is sent once
+                    // more at once, whatever the policy, as URLSession does (RFC 9110 §9.2.2).
+                    state.immediateRetryUsed = true
+                    logger.debug("sending again at once", metadata: ["url": "\(transfer.request.url.redactedForLogs)", "error": "\(mapped.shortDescription)"])
+                    progress.touch()
+                    continue
+                }
                 // Chunks already handed to the observer cannot be taken back: a data task
                 // that delivered part of its body is not silently started again.
                 let delivered = state.deliveredBodyBytes > 0 && !state.writesToFile
@@ -174,6 +186,10 @@ struct AttemptState {
     var canRepeat: Bool
     /// Body bytes passed to the observer so far (memory and stream destinations).
     var deliveredBodyBytes: Int64 = 0
+    /// Whether the last request sent got a response head (false: it failed before one).
+    var responseHeadArrived = false
+    /// The one immediate resend after a connection closed before any response was used.
+    var immediateRetryUsed = false
     var writesToFile: Bool {
         if case .file = transfer.destination { return true }
         return false

@@ -4,7 +4,7 @@
 // |---|---|
 // | `GET/HEAD /bytes/<n>?seed=S` | n bytes of `TestContent` (see `TestHTTPServer+Bytes.swift` for options) |
 // | `GET /status/<code>?retryAfter=S` | that status, small body, optional `Retry-After` |
-// | `GET /flaky/<key>?failures=K&status=503&retryAfter=S&then=/bytes/100` | K failures, then `then` |
+// | `GET /flaky/<key>?failures=K&status=503&retryAfter=S&then=/bytes/100` | K failures (`status=close`: closed without a response), then `then` |
 // | `GET /redirect/<n>?to=/bytes/10` | 302 chain of n hops ending at `to` (relative Locations) |
 // | `GET /redirect-loop` | 302 to itself forever |
 // | `GET /redirect-absolute?to=URL` | 302 to an absolute URL |
@@ -49,6 +49,8 @@ extension TestHTTPServer {
                 return s.flaky[parts[1]]!
             }
             if seen <= failures {
+                // `status=close`: the connection closes with no response, as a stale keep-alive one does.
+                if ex.target.query["status"] == "close" { return .close }
                 let code = ex.target.int("status") ?? 503
                 var extra: [(String, String)] = []
                 if let s = ex.target.query["retryAfter"] { extra.append(("retry-after", s)) }

@@ -74,6 +74,29 @@ struct SessionTests {
         }
     }
 
+    @Test("a GET whose connection closes before any response is sent once more at once (as URLSession does); a POST is not")
+    func closedBeforeResponse() async throws {
+        try await withServer { server in
+            let session = Session(configuration: .ephemeral)  // retryPolicy .none
+            let (data, response) = try await session.data(for: Request(url: server.url("/flaky/get?failures=1&status=close&then=/bytes/100%3Fseed%3D3")))
+            #expect(response.statusCode == 200)
+            #expect(data == Data(TestContent.bytes(count: 100, seed: 3)))
+            #expect(server.requests.filter { $0.path == "/flaky/get" }.count == 2)
+
+            // Twice closed: one resend only, then the error.
+            await #expect(throws: FerryError.self) {
+                _ = try await session.data(for: Request(url: server.url("/flaky/twice?failures=2&status=close&then=/bytes/10")))
+            }
+            #expect(server.requests.filter { $0.path == "/flaky/twice" }.count == 2)
+
+            var post = Request(url: server.url("/flaky/post?failures=1&status=close&then=/bytes/10"), method: "POST")
+            post.body = Data("note".utf8)
+            let error = await #expect(throws: FerryError.self) { _ = try await session.data(for: post) }
+            #expect(error?.code == .networkConnectionLost)
+            #expect(server.requests.filter { $0.path == "/flaky/post" }.count == 1, "a POST is never sent twice")
+        }
+    }
+
     @Test("an HTTP error status is a response, not an error")
     func statusIsResponse() async throws {
         try await withServer { server in
