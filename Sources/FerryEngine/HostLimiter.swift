@@ -7,8 +7,8 @@ import NIOConcurrencyHelpers
 /// pool never needs more than N connections to the host.
 ///
 /// A lock rather than an actor: taking a free slot (the usual case) does not suspend, so a
-/// request costs no executor hop on the way in or out (two per request with an actor,
-/// measurable with a thousand 16 KiB downloads).
+/// request costs no executor hop on the way in or out (an actor took two; a thousand 16 KiB
+/// downloads did not get measurably faster without them, 0.16–0.17 s either way).
 final class HostLimiter: Sendable {
     private struct Waiter {
         let id: UInt64
