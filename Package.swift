@@ -74,6 +74,10 @@ let package = Package(
             name: "FerryCLI",
             dependencies: [
                 "Ferry",
+                // Imported by name where engine types are used: the incremental build then
+                // recompiles the CLI when their layout changes (through Ferry's re-export alone
+                // it did not, and a stale `ferry` crashed).
+                "FerryEngine",
                 "ShareKit",
                 "FerryApps",
                 "FerryProtocol",

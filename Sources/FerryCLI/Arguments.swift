@@ -1,5 +1,6 @@
 import ArgumentParser
 import Ferry
+import FerryEngine
 import Foundation
 
 /// Checks shared by the subcommands' `validate()`.

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Crypto
 import Ferry
+import FerryEngine
 import Foundation
 
 /// `ferry get URL`: one download to a file, resumable; or `--many LIST` of them.

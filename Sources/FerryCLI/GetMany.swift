@@ -1,5 +1,6 @@
 import ArgumentParser
 import Ferry
+import FerryEngine
 import Foundation
 
 /// `ferry get --many LIST --dir DIR --connections N`: many downloads through one `Session`

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Ferry
+import FerryEngine
 import Foundation
 
 /// `ferry put FILE URL`: one upload, streamed from disk.
