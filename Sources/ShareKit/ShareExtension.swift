@@ -20,19 +20,21 @@ public enum ShareExtension {
             FileHandle.standardError.write(Data("\(CommandLine.arguments.first.map { ($0 as NSString).lastPathComponent } ?? "extension"): \(error)\n".utf8))
             exit(64)
         }
-        if request.presentation == .terminal { sendStandardErrorToLog(of: request.extensionBundleIdentifier) }
+        sendStandardErrorToLog(of: request.extensionBundleIdentifier)
         let outcome = await run(controllerType, request: request, resultPath: ProcessInfo.processInfo.environment[ShareRequest.resultVariable])
         exit(outcome.kind == .completed ? 0 : 1)
     }
 
-    /// The compose sheet owns the terminal: whatever the process writes to standard error
-    /// (swift-log's lines from Ferry, libvips' warnings) goes to `<data>/logs/<bundle id>.compose.log`
-    /// (0600, appended) instead of over the sheet. Left as it is when that file cannot be opened.
+    /// An extension does not talk to the user's terminal except through the compose sheet:
+    /// whatever the process writes to standard error (swift-log's lines from Ferry, libvips'
+    /// warnings) goes to `<data>/logs/<bundle id>.extension.log` (0600, appended), so nothing
+    /// lands over the sheet or in a script's output; the outcome reaches `ferry share` through
+    /// the result file. Left as it is when that file cannot be opened.
     static func sendStandardErrorToLog(of bundleIdentifier: String) {
         guard let paths = try? FerryPaths() else { return }
         let folder = paths.logsDirectory
         try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        let path = folder.appendingPathComponent(FerryPaths.fileName(bundleIdentifier) + ".compose.log").path
+        let path = folder.appendingPathComponent(FerryPaths.fileName(bundleIdentifier) + ".extension.log").path
         let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return }
         dup2(fd, STDERR_FILENO)

@@ -121,11 +121,11 @@ struct ShareAppsTests {
         let done = try await tmux.waitForScreen(containing: "exit status")
         #expect(done.contains("shared with ShareAlike"))
         #expect(done.contains("exit status 0"))
-        // The extension's standard error went to its compose log, not over the sheet.
+        // The extension's standard error went to its log, not over the sheet.
         #expect(!done.contains(" info ") && !done.contains(" notice "), "log lines on the terminal: \(done)")
-        let composeLog = world.daemon.dataDirectory.appendingPathComponent("logs/org.ferry.sharealike.share.compose.log").path
-        let mode = (try? FileManager.default.attributesOfItem(atPath: composeLog)[.posixPermissions] as? Int) ?? nil
-        #expect(mode == 0o600, "the compose log is missing or not private: \(String(describing: mode))")
+        let extensionLog = world.daemon.dataDirectory.appendingPathComponent("logs/org.ferry.sharealike.share.extension.log").path
+        let mode = (try? FileManager.default.attributesOfItem(atPath: extensionLog)[.posixPermissions] as? Int) ?? nil
+        #expect(mode == 0o600, "the extension's log is missing or not private: \(String(describing: mode))")
         let requests = try await world.binRequests(bin, atLeast: 1)
         let body = try #require(try JSONSerialization.jsonObject(with: Data(((requests.first?["body"] as? String) ?? "").utf8)) as? [String: Any])
         #expect(body["text"] as? String == String(typed.prefix(25)))
