@@ -49,6 +49,9 @@ struct PhotoDropTests {
         share.terminationHandler = { _ in exited.mark() }
         try share.run()
         try await waitForExit(share)
+        // Foundation runs the termination handler on its own thread, possibly just after
+        // isRunning turned false (a fresh-clone CI run read nil here): wait for it, bounded.
+        for _ in 0..<200 where exited.value == nil { try await Task.sleep(for: .milliseconds(5)) }
         #expect(share.terminationStatus == 0)
         let printed = try String(contentsOf: output, encoding: .utf8).split(separator: "\n")
         let resumedAt = try #require(printed.first { $0.hasPrefix("resumed-at ") }.flatMap { UInt64($0.dropFirst("resumed-at ".count)) })
