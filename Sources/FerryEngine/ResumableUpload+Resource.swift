@@ -1,5 +1,5 @@
-// Requests about an upload resource that already exists: how much it holds (`HEAD`), and
-// giving it up (`DELETE`).
+// Requests about an upload rather than its bytes: how much an existing resource holds (`HEAD`),
+// giving it up (`DELETE`), and the shared way to send them and the `OPTIONS` probe.
 import AsyncHTTPClient
 import Foundation
 import NIOCore
@@ -10,17 +10,7 @@ extension TransferEngine {
     func uploadStatus(
         of resource: ResumableUploadResource, state: inout AttemptState
     ) async throws -> (offset: Int64, complete: Bool, length: Int64?, limits: UploadLimits?)? {
-        var head = HTTPClientRequest(url: resource.location.absoluteString)
-        head.method = .HEAD
-        head.headers.addFields(of: state.request, for: resource.location)
-        head.headers.add(name: "Upload-Draft-Interop-Version", value: "\(resource.version.rawValue)")
-        state.requestCount += 1
-        let headRequest = head
-        let response = try await limiter.withSlot(host: resource.location.host ?? "") {
-            let response = try await client.execute(headRequest, deadline: .now() + .seconds(60), logger: logger)
-            _ = try? await response.body.collect(upTo: 1 << 16)
-            return response
-        }
+        let response = try await askAboutUpload(.HEAD, at: resource.location, version: resource.version, state: &state, timeout: .seconds(60))
         let code = Int(response.status.code)
         guard (200..<300).contains(code) else {
             // Busy or failing is not forgetting: a POST must not be declared lost (or a PUT
@@ -44,17 +34,25 @@ extension TransferEngine {
     /// `DELETE` on the upload resource, so the server can free what it holds. Best effort:
     /// the caller gives the upload up either way.
     func cancelUpload(_ resource: ResumableUploadResource, state: inout AttemptState) async {
-        var delete = HTTPClientRequest(url: resource.location.absoluteString)
-        delete.method = .DELETE
-        delete.headers.addFields(of: state.request, for: resource.location)
-        delete.headers.add(name: "Upload-Draft-Interop-Version", value: "\(resource.version.rawValue)")
-        state.requestCount += 1
-        let deleteRequest = delete
-        let status = try? await limiter.withSlot(host: resource.location.host ?? "") {
-            let response = try await client.execute(deleteRequest, deadline: .now() + .seconds(30), logger: logger)
-            _ = try? await response.body.collect(upTo: 1 << 16)
-            return response.status.code
-        }
+        let status = try? await askAboutUpload(.DELETE, at: resource.location, version: resource.version, state: &state, timeout: .seconds(30)).status.code
         logger.info("upload cancelled", metadata: ["url": "\(resource.location.redactedForLogs)", "status": "\(status.map(String.init) ?? "no answer")"])
+    }
+
+    /// A bodiless request about an upload (the `OPTIONS` probe, `HEAD`, `DELETE`): the original
+    /// request's fields, the interop version, a host slot; the small body is read and dropped.
+    func askAboutUpload(
+        _ method: HTTPMethod, at url: URL, version: ResumableUploadVersion, state: inout AttemptState, timeout: TimeAmount
+    ) async throws -> HTTPClientResponse {
+        var request = HTTPClientRequest(url: url.absoluteString)
+        request.method = method
+        request.headers.addFields(of: state.request, for: url)
+        request.headers.add(name: "Upload-Draft-Interop-Version", value: "\(version.rawValue)")
+        state.requestCount += 1
+        let outgoing = request
+        return try await limiter.withSlot(host: url.host ?? "") {
+            let response = try await client.execute(outgoing, deadline: .now() + timeout, logger: logger)
+            _ = try? await response.body.collect(upTo: 1 << 16)
+            return response
+        }
     }
 }

@@ -113,16 +113,7 @@ extension TransferEngine {
         let offered = configuration.resumableUploadVersions.compactMap(ResumableUploadVersion.init(rawValue:))
         guard var version = offered.first else { return nil }
         for _ in 0..<2 {
-            var probe = HTTPClientRequest(url: url.absoluteString)
-            probe.method = .OPTIONS
-            probe.headers.addFields(of: state.request, for: url)
-            probe.headers.add(name: "Upload-Draft-Interop-Version", value: "\(version.rawValue)")
-            state.requestCount += 1
-            let response = try await limiter.withSlot(host: url.host ?? "") {
-                let response = try await client.execute(probe, deadline: .now() + .seconds(30), logger: logger)
-                _ = try? await response.body.collect(upTo: 1 << 16)
-                return response
-            }
+            let response = try await askAboutUpload(.OPTIONS, at: url, version: version, state: &state, timeout: .seconds(30))
             let echoed = response.headers.first(name: "Upload-Draft-Interop-Version").flatMap(Int.init)
             // From draft -10 (interop 8) a server that can create upload resources MUST list the media type.
             let acceptsPartialUploads = response.headers["Accept-Patch"].contains { $0.lowercased().contains("application/partial-upload") }
