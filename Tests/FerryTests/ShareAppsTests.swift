@@ -290,7 +290,12 @@ struct TmuxSession {
 
     static func quote(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'" }
 
-    func kill() { try? tmux(["kill-server"]) }
+    /// Ends the session, then the server. (tmux 3.3a here answered `kill-server` alone with
+    /// success and kept running, so a fresh-clone CI left a server and its `sleep 60` behind.)
+    func kill() {
+        try? tmux(["kill-session", "-t", name])
+        try? tmux(["kill-server"])
+    }
 
     func type(_ text: String) throws { try tmux(["send-keys", "-t", name, "-l", text]) }
     func press(_ key: String) throws { try tmux(["send-keys", "-t", name, key]) }
