@@ -295,6 +295,9 @@ struct TmuxSession {
     func kill() {
         try? tmux(["kill-session", "-t", name])
         try? tmux(["kill-server"])
+        // The server going away this way leaves its socket file behind.
+        let folder = ProcessInfo.processInfo.environment["TMUX_TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+        unlink("\(folder)/tmux-\(getuid())/\(socket)")
     }
 
     func type(_ text: String) throws { try tmux(["send-keys", "-t", name, "-l", text]) }
