@@ -102,12 +102,10 @@ public struct AppLauncher: Sendable {
     /// The logs folder, created `0700`.
     func openLogFolder() throws -> URL {
         do {
-            try FerryPaths.makePrivateDirectory(paths.dataDirectory, role: "data directory", strict: false)
-            try FerryPaths.makePrivateDirectory(paths.logsDirectory, role: "logs directory", strict: false)
+            return try paths.prepareLogsDirectory()
         } catch {
             throw AppLaunchError("cannot create the launch logs folder: \(error)")
         }
-        return paths.logsDirectory
     }
 
     /// `waitpid` until the child ends; nil when someone else reaped it first.

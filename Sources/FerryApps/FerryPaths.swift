@@ -114,6 +114,16 @@ public struct FerryPaths: Sendable, Equatable {
         try Self.makePrivateDirectory(dataDirectory, role: "data directory", strict: false)
     }
 
+    /// Creates the data and logs directories (`0700`) where missing and returns the logs one:
+    /// where app launches and share extensions write their output.
+    ///
+    /// - Throws: ``FerryPathsError`` naming the directory that could not be made.
+    public func prepareLogsDirectory() throws -> URL {
+        try Self.makePrivateDirectory(dataDirectory, role: "data directory", strict: false)
+        try Self.makePrivateDirectory(logsDirectory, role: "logs directory", strict: false)
+        return logsDirectory
+    }
+
     /// `mkdir 0700`, then `lstat` what is there: race-free, since nothing is followed.
     /// `strict` also refuses a symlink or group/other access (the data directory may be a
     /// link the user made to another disk).

@@ -31,9 +31,7 @@ public enum ShareExtension {
     /// lands over the sheet or in a script's output; the outcome reaches `ferry share` through
     /// the result file. Left as it is when that file cannot be opened.
     static func sendStandardErrorToLog(of bundleIdentifier: String) {
-        guard let paths = try? FerryPaths() else { return }
-        let folder = paths.logsDirectory
-        try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        guard let folder = try? FerryPaths().prepareLogsDirectory() else { return }
         let path = folder.appendingPathComponent(FerryPaths.fileName(bundleIdentifier) + ".extension.log").path
         let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return }
