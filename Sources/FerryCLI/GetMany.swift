@@ -2,9 +2,10 @@ import ArgumentParser
 import Ferry
 import FerryEngine
 import Foundation
+import Synchronization
 
-/// `ferry get --many LIST --dir DIR --connections N`: many downloads through one `Session`
-/// whose `httpMaximumConnectionsPerHost` is N (the benchmark's small-file case).
+/// `ferry get --many LIST --dir DIR --connections N`: many downloads over N connections per
+/// host (the benchmark's small-file case): a `BatchDownload` first, a `Session` for the rest.
 struct GetMany {
     let list: String
     let dir: String
@@ -33,41 +34,42 @@ struct GetMany {
             throw CLIFailure(exitStatus: ExitStatus.cannotWrite, code: "cannotWriteToFile", message: "cannot create \(dir)").report(url: nil, json: options.json)
         }
 
-        var configuration = Configuration.ephemeral
-        configuration.httpMaximumConnectionsPerHost = connections
-        configuration.timeoutIntervalForRequest = options.timeout
-        if let maxTime = options.maxTime { configuration.timeoutIntervalForResource = maxTime }
-        configuration.retryPolicy = options.retryPolicy
-        configuration.downloadDirectory = folder  // same file system: the final move is a rename
-        let session = Session(configuration: configuration)
         let headers = try Check.headers(options.headers)
         let started = ContinuousClock.now
-        let bar = ProgressBar(label: "\(urls.count) files", enabled: !options.quiet)
+        let bar = ProgressBar(label: "\(urls.count) files", enabled: !options.quiet, counting: .files)
+        let items = urls.map { BatchDownload.Item(url: $0, destination: folder.path + "/" + Check.defaultFileName(for: $0)) }
 
-        // A sliding window keeps a few requests queued per connection, not all of them at once.
-        let window = connections * 4
-        var done = 0
+        // The plain cases go through a batch (one event loop, kept-alive connections); what it
+        // hands back (redirects, other statuses, https, broken connections) through a session.
+        var batch = BatchDownload()
+        batch.connectionsPerHost = connections
+        batch.headers = headers
+        batch.idleTimeout = .seconds(options.timeout)
+        batch.resourceTimeout = options.maxTime.map { .seconds($0) }
+        batch.handsBackTimeouts = options.retryPolicy.maximumAttempts > 1
+        let finishedCount = Counter()
+        let total = Int64(urls.count)
+        let outcomes = await batch.run(items) { _, _ in
+            bar.update(done: Int64(finishedCount.increment()), total: total)
+        }
+
         var failures: [(URL, CLIFailure)] = []
         var bytes: Int64 = 0
-        await withTaskGroup(of: (URL, Result<Int64, CLIFailure>).self) { group in
-            var next = 0
-            func add() {
-                let url = urls[next]
-                next += 1
-                group.addTask { (url, await Self.fetch(url, headers: headers, into: folder, session: session)) }
-            }
-            while next < urls.count, next < window { add() }
-            for await (url, result) in group {
-                done += 1
-                switch result {
-                case .success(let size): bytes += size
-                case .failure(let failure): failures.append((url, failure))
-                }
-                bar.update(done: Int64(done), total: Int64(urls.count))
-                if next < urls.count { add() }
+        var handedBack: [URL] = []
+        for (item, outcome) in zip(items, outcomes) {
+            switch outcome {
+            case .saved(let size): bytes += size
+            case .failed(let error): failures.append((item.url, CLIFailure(error)))
+            case .handedBack: handedBack.append(item.url)
             }
         }
-        session.finishTasksAndInvalidate()
+        if !handedBack.isEmpty {
+            let (sessionBytes, sessionFailures) = await fetchWithSession(handedBack, headers: headers, into: folder) { _ in
+                bar.update(done: Int64(finishedCount.increment()), total: total)
+            }
+            bytes += sessionBytes
+            failures += sessionFailures
+        }
         bar.finish(done: bytes, total: bytes)
         for (url, failure) in failures.prefix(10) {
             Console.error("ferry: \(Redact.url(url.absoluteString)): \(failure.message)")
@@ -80,6 +82,42 @@ struct GetMany {
             Console.error("ferry: \(failures.count) of \(urls.count) downloads failed")
             throw ExitCode(first.1.exitStatus)
         }
+    }
+
+    /// Downloads through a `Session` (redirects, retries, TLS, HTTP/2), a few requests
+    /// queued per connection at a time.
+    private func fetchWithSession(_ urls: [URL], headers: HeaderFields, into folder: URL,
+                                  onEach: @escaping (URL) -> Void) async -> (Int64, [(URL, CLIFailure)]) {
+        var configuration = Configuration.ephemeral
+        configuration.httpMaximumConnectionsPerHost = connections
+        configuration.timeoutIntervalForRequest = options.timeout
+        if let maxTime = options.maxTime { configuration.timeoutIntervalForResource = maxTime }
+        configuration.retryPolicy = options.retryPolicy
+        configuration.downloadDirectory = folder  // same file system: the final move is a rename
+        let session = Session(configuration: configuration)
+        defer { session.finishTasksAndInvalidate() }
+
+        let window = connections * 4
+        var failures: [(URL, CLIFailure)] = []
+        var bytes: Int64 = 0
+        await withTaskGroup(of: (URL, Result<Int64, CLIFailure>).self) { group in
+            var next = 0
+            func add() {
+                let url = urls[next]
+                next += 1
+                group.addTask { (url, await Self.fetch(url, headers: headers, into: folder, session: session)) }
+            }
+            while next < urls.count, next < window { add() }
+            for await (url, result) in group {
+                switch result {
+                case .success(let size): bytes += size
+                case .failure(let failure): failures.append((url, failure))
+                }
+                onEach(url)
+                if next < urls.count { add() }
+            }
+        }
+        return (bytes, failures)
     }
 
     private static func fetch(_ url: URL, headers: HeaderFields, into folder: URL, session: Session) async -> Result<Int64, CLIFailure> {
@@ -122,4 +160,10 @@ struct GetMany {
         }
         return urls
     }
+}
+
+/// Files finished so far, counted from the batch's event loop and the session's tasks.
+private final class Counter: Sendable {
+    private let value = Atomic<Int>(0)
+    func increment() -> Int { value.add(1, ordering: .relaxed).newValue }
 }

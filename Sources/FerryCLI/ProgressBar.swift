@@ -5,7 +5,11 @@ import Foundation
 ///
 ///     photo.jpg [=========>          ]  48%  12.0 MiB / 25.0 MiB  41.3 MiB/s  ETA 0:01
 final class ProgressBar: @unchecked Sendable {  // state behind `lock`
+    /// What `update` counts: bytes, or whole files (`ferry get --many`).
+    enum Unit { case bytes, files }
+
     private let label: String
+    private let unit: Unit
     private let enabled: Bool
     private let terminal: Bool
     private let lock = NSLock()
@@ -16,8 +20,9 @@ final class ProgressBar: @unchecked Sendable {  // state behind `lock`
     private var drewLine = false
     private var finished = false
 
-    init(label: String, enabled: Bool, terminal: Bool = Console.stderrIsTerminal) {
+    init(label: String, enabled: Bool, counting unit: Unit = .bytes, terminal: Bool = Console.stderrIsTerminal) {
         self.label = label.count > 24 ? String(label.prefix(23)) + "…" : label
+        self.unit = unit
         self.enabled = enabled
         self.terminal = terminal
     }
@@ -107,15 +112,19 @@ final class ProgressBar: @unchecked Sendable {  // state behind `lock`
             let fraction = min(1, max(0, Double(done) / Double(total)))
             if terminal { parts.append(Self.bar(fraction, width: 20)) }
             parts.append(String(format: "%3d%%", Int(fraction * 100)))
-            parts.append("\(Self.bytes(done)) / \(Self.bytes(total))")
+            parts.append("\(amount(done)) / \(amount(total))")
         } else {
-            parts.append(Self.bytes(done))
+            parts.append(amount(done))
         }
-        parts.append("\(Self.bytes(Int64(rate)))/s")
+        parts.append(unit == .bytes ? "\(Self.bytes(Int64(rate)))/s" : "\(Int64(rate)) files/s")
         if total > 0, rate > 0, done < total {
             parts.append("ETA " + Self.clock(Double(total - done) / rate))
         }
         return parts.joined(separator: "  ")
+    }
+
+    private func amount(_ count: Int64) -> String {
+        unit == .bytes ? Self.bytes(count) : "\(count)"
     }
 
     static func bar(_ fraction: Double, width: Int) -> String {

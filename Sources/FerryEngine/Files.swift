@@ -109,17 +109,7 @@ final class OutputFile: @unchecked Sendable {  // used by one download at a time
     }
 
     func append(_ buffer: ByteBuffer) throws {
-        try buffer.withUnsafeReadableBytes { raw in
-            var done = 0
-            while done < raw.count {
-                let n = pwrite(fd, raw.baseAddress! + done, raw.count - done, off_t(size) + off_t(done))
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    throw OutputFile.error("cannot write \(url.path)", url: url)
-                }
-                done += n
-            }
-        }
+        guard writeFully(fd, buffer, at: off_t(size)) else { throw OutputFile.error("cannot write \(url.path)", url: url) }
         size += Int64(buffer.readableBytes)
     }
 
@@ -135,6 +125,23 @@ final class OutputFile: @unchecked Sendable {  // used by one download at a time
     }
 
     deinit { close() }
+}
+
+/// Writes all of `buffer` at `offset`, continuing partial writes and interruptions; false
+/// (with `errno` set) when a write fails.
+func writeFully(_ fd: Int32, _ buffer: ByteBuffer, at offset: off_t) -> Bool {
+    buffer.withUnsafeReadableBytes { raw in
+        var done = 0
+        while done < raw.count {
+            let n = pwrite(fd, raw.baseAddress! + done, raw.count - done, offset + off_t(done))
+            if n < 0 {
+                if errno == EINTR { continue }
+                return false
+            }
+            done += n
+        }
+        return true
+    }
 }
 
 /// The size of a file, or nil when there is none.

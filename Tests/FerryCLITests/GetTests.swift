@@ -152,7 +152,7 @@ import Glibc
         try await server.shutdown()
     }
 
-    @Test func manyDownloadsThroughOneSessionRespectTheConnectionLimit() async throws {
+    @Test func manyDownloadsRespectTheConnectionLimit() async throws {
         let server = try await TestHTTPServer.start()
         let scratch = try Scratch()
         defer { scratch.remove() }
@@ -168,6 +168,53 @@ import Glibc
         }
         #expect(server.maxConcurrentConnections <= 3)
         #expect(server.maxConcurrentConnections >= 2)
+        try await server.shutdown()
+    }
+
+    /// The batch does the plain 200s; a redirect and a 404 go through a session, which
+    /// follows the one and reports the other, as `ferry get URL` would.
+    @Test func manyDownloadsHandRedirectsAndErrorsToASession() async throws {
+        let server = try await TestHTTPServer.start()
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let list = [
+            "\(server.baseURL)/bytes/3000?seed=1",
+            "\(server.baseURL)/redirect/1?to=/bytes/700%3Fseed%3D2",
+            "\(server.baseURL)/status/404",
+        ].joined(separator: "\n")
+        try list.write(toFile: scratch.path("list.txt"), atomically: true, encoding: .utf8)
+        let run = try await FerryBinary.run(["get", "--many", scratch.path("list.txt"), "--dir", scratch.path("out"), "--json"], in: scratch.url)
+        #expect(run.status == 22, "\(run.stderr)")
+        #expect(run.json?["files"] as? Int == 2)
+        #expect(run.json?["failed"] as? Int == 1)
+        #expect(run.stderr.contains("404"), "\(run.stderr)")
+        #expect(try sha256Hex(ofFile: scratch.path("out/3000")) == TestContent.sha256Hex(count: 3000, seed: 1))
+        #expect(try sha256Hex(ofFile: scratch.path("out/1")) == TestContent.sha256Hex(count: 700, seed: 2))
+        #expect(!FileManager.default.fileExists(atPath: scratch.path("out/404")))
+        try await server.shutdown()
+    }
+
+    /// Bodies are written into unnamed files and named only when whole: a `ferry` killed
+    /// in the middle of a body leaves nothing in the folder, not even a temporary file.
+    @Test func aKilledManyDownloadLeavesNoPartialFile() async throws {
+        let server = try await TestHTTPServer.start()
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        try "\(server.baseURL)/bytes/100000?stallAfter=20000&stallSeconds=30\n".write(
+            toFile: scratch.path("list.txt"), atomically: true, encoding: .utf8)
+        try FileManager.default.createDirectory(atPath: scratch.path("out"), withIntermediateDirectories: true)
+        let started = try FerryBinary.start(["get", "--many", scratch.path("list.txt"), "--dir", scratch.path("out"), "--quiet"], in: scratch.url)
+        var asked = false
+        for _ in 0..<250 where !asked {  // ≤ 5 s for the request to reach the server
+            asked = server.requests.contains { $0.uri.hasPrefix("/bytes/100000") }
+            if !asked { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        #expect(asked)
+        try await Task.sleep(for: .milliseconds(300))  // the first 20,000 bytes are written by now
+        kill(started.0.processIdentifier, SIGKILL)
+        let run = try await FerryBinary.wait(started, timeout: 10)
+        #expect(run.status == SIGKILL)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path("out")).isEmpty)
         try await server.shutdown()
     }
 }

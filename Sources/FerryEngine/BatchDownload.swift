@@ -1,0 +1,289 @@
+public import Foundation
+public import Logging
+public import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Synchronization
+
+/// Many whole-file GET downloads over a few kept-alive HTTP/1.1 connections per host, all
+/// driven by one event loop: the shape of `curl --parallel`, for mirroring a list of files.
+///
+/// A `Session` gives each download its own task, delegate calls and retry bookkeeping, and
+/// every one of those crosses between SwiftNIO's event loops and Swift's thread pool. For a
+/// thousand 16 KiB files that crossing costs more than the transfer. A batch instead keeps
+/// each connection's requests, reads and file writes on its event loop, one after another,
+/// and writes each body into an unnamed file (`O_TMPFILE`) that is linked under its name
+/// only once it is whole and its digests match: a batch that is killed leaves no partial file.
+///
+/// A batch does the plain case only and hands everything else back to the caller, who
+/// should give those items to a `Session` (which follows redirects, retries, speaks TLS and
+/// HTTP/2): a status other than 2xx, `https`, a connection that could not be made or that
+/// broke twice. Final failures are a digest that does not match (`Repr-Digest`,
+/// `Content-Digest`), a file that cannot be written, and a time-out when `handsBackTimeouts`
+/// is false.
+///
+/// ```swift
+/// let items = urls.map { BatchDownload.Item(url: $0, destination: "/srv/mirror/" + $0.lastPathComponent) }
+/// var batch = BatchDownload()
+/// batch.connectionsPerHost = 6
+/// let outcomes = await batch.run(items)
+/// for (item, outcome) in zip(items, outcomes) {
+///     if case .handedBack = outcome { _ = try await session.download(for: Request(url: item.url)) }
+/// }
+/// ```
+public struct BatchDownload: Sendable {
+    /// One file to fetch: the URL and the path it is saved at (replaced if it exists).
+    public struct Item: Sendable, Hashable {
+        public var url: URL
+        public var destination: String
+        public init(url: URL, destination: String) {
+            self.url = url
+            self.destination = destination
+        }
+    }
+
+    /// What became of one item.
+    public enum Outcome: Sendable {
+        /// The body is at the item's destination, `bytes` long.
+        case saved(bytes: Int64)
+        /// A final failure: nothing was saved, and trying again elsewhere would not help.
+        case failed(FerryError)
+        /// Not done here, for the reason given; a `Session` should download the item.
+        case handedBack(String)
+    }
+
+    /// Connections opened to each host (`httpMaximumConnectionsPerHost`).
+    public var connectionsPerHost = 6
+    /// Added to every request (`Host` is set from the URL unless given here).
+    public var headers = HeaderFields()
+    /// Fails a request when no byte arrives for this long (`timeoutIntervalForRequest`).
+    public var idleTimeout: Duration = .seconds(60)
+    /// Fails a request that takes longer than this in all (`timeoutIntervalForResource`).
+    public var resourceTimeout: Duration? = nil
+    /// Whether a request that timed out is handed back (the caller retries) or failed.
+    public var handsBackTimeouts = false
+    public var logger = Logger(label: "ferry.batch")
+
+    public init() {}
+
+    /// Downloads `items`; the outcomes come back in the same order. The connections are
+    /// spread over `eventLoopGroup`'s loops (by default one per core). `onOutcome` is called
+    /// once per item as it ends, from an event loop: keep it short (a progress display).
+    public func run(
+        _ items: [Item],
+        on eventLoopGroup: (any EventLoopGroup)? = nil,
+        onOutcome: @escaping @Sendable (Int, Outcome) -> Void = { _, _ in }
+    ) async -> [Outcome] {
+        guard !items.isEmpty else { return [] }
+        let batch = BatchRun(items: items, settings: self, group: eventLoopGroup ?? MultiThreadedEventLoopGroup.singleton,
+                             onOutcome: onOutcome)
+        batch.start()
+        try? await batch.finished.futureResult.get()
+        return batch.outcomes
+    }
+}
+
+/// The shared state of one `BatchDownload.run`: the queue of items per host, the outcomes,
+/// how many connections each host has. Connections on several event loops take items from
+/// it, so it sits behind a lock (held for a few instructions per request).
+final class BatchRun: Sendable {
+    struct HostKey: Hashable, Sendable {
+        var host: String
+        var port: Int
+    }
+
+    struct HostQueue {
+        var pending: [Int] = []
+        var head = 0
+        var connections = 0
+        var everConnected = false
+        var isEmpty: Bool { head == pending.count }
+
+        mutating func pop() -> Int? {
+            guard !isEmpty else { return nil }
+            defer { head += 1 }
+            return pending[head]
+        }
+    }
+
+    struct State {
+        var hosts: [HostKey: HostQueue] = [:]
+        var outcomes: [BatchDownload.Outcome?]
+        /// Requests sent again for an item after a connection closed before any answer.
+        var resends: [UInt8]
+        var remaining: Int
+    }
+
+    let items: [BatchDownload.Item]
+    let settings: BatchDownload
+    let group: any EventLoopGroup
+    let onOutcome: @Sendable (Int, BatchDownload.Outcome) -> Void
+    let finished: EventLoopPromise<Void>
+    private let state: Mutex<State>
+    private let encodedHeaders: HTTPHeaders
+
+    init(items: [BatchDownload.Item], settings: BatchDownload, group: any EventLoopGroup,
+         onOutcome: @escaping @Sendable (Int, BatchDownload.Outcome) -> Void) {
+        self.items = items
+        self.settings = settings
+        self.group = group
+        self.onOutcome = onOutcome
+        self.finished = group.next().makePromise()
+        self.state = Mutex(State(outcomes: Array(repeating: nil, count: items.count),
+                                 resends: Array(repeating: 0, count: items.count), remaining: items.count))
+        var headers = HTTPHeaders()
+        for field in settings.headers { headers.add(name: field.name, value: field.value) }
+        self.encodedHeaders = headers
+    }
+
+    var outcomes: [BatchDownload.Outcome] {
+        state.withLock { $0.outcomes.map { $0 ?? .handedBack("the batch ended without this item") } }
+    }
+
+    func start() {
+        var unsupported: [Int] = []
+        let keys = state.withLock { state in
+            for (index, item) in items.enumerated() {
+                guard let key = Self.hostKey(item.url) else {
+                    unsupported.append(index)
+                    continue
+                }
+                state.hosts[key, default: HostQueue()].pending.append(index)
+            }
+            var opening: [HostKey] = []
+            for (key, queue) in state.hosts {
+                let count = min(max(settings.connectionsPerHost, 1), queue.pending.count)
+                state.hosts[key]!.connections = count
+                opening += Array(repeating: key, count: count)
+            }
+            return opening
+        }
+        for index in unsupported {
+            finish(index, .handedBack("a batch speaks plain HTTP to a host; this URL goes through a session"))
+        }
+        for key in keys { connect(key) }
+    }
+
+    static func hostKey(_ url: URL) -> HostKey? {
+        guard url.scheme?.lowercased() == "http", let host = url.host, !host.isEmpty else { return nil }
+        return HostKey(host: host, port: url.port ?? 80)
+    }
+
+    /// The next item for a connection to `key`, if any is left.
+    func next(_ key: HostKey) -> Int? {
+        state.withLock { $0.hosts[key]?.pop() }
+    }
+
+    /// Puts an item back at the front of its host's queue when its request has not been
+    /// sent again before; false when it has (the caller then gives up on it).
+    func requeueOnce(_ index: Int, _ key: HostKey) -> Bool {
+        state.withLock { state in
+            guard state.resends[index] == 0, var queue = state.hosts[key] else { return false }
+            state.resends[index] += 1
+            if queue.head > 0 {
+                queue.head -= 1
+                queue.pending[queue.head] = index
+            } else {
+                queue.pending.insert(index, at: 0)
+            }
+            state.hosts[key] = queue
+            return true
+        }
+    }
+
+    func finish(_ index: Int, _ outcome: BatchDownload.Outcome) {
+        let last: Bool? = state.withLock { state in
+            guard state.outcomes[index] == nil else { return nil }
+            state.outcomes[index] = outcome
+            state.remaining -= 1
+            return state.remaining == 0
+        }
+        guard let last else { return }
+        onOutcome(index, outcome)
+        if last { finished.succeed(()) }
+    }
+
+    /// The request head for an item: the path and query as written, `Host` unless given.
+    func requestHead(_ index: Int, _ key: HostKey) -> HTTPRequestHead {
+        let url = items[index].url
+        var target = "/"
+        if let parts = URLComponents(url: url, resolvingAgainstBaseURL: false) {
+            let path = parts.percentEncodedPath
+            target = path.isEmpty ? "/" : path
+            if let query = parts.percentEncodedQuery { target += "?" + query }
+        }
+        var headers = HTTPHeaders()
+        if !encodedHeaders.contains(name: "Host") {
+            let host = key.host.contains(":") ? "[\(key.host)]" : key.host
+            headers.add(name: "Host", value: key.port == 80 ? host : "\(host):\(key.port)")
+        }
+        headers.add(contentsOf: encodedHeaders)
+        return HTTPRequestHead(version: .http1_1, method: .GET, uri: target, headers: headers)
+    }
+
+    /// Opens a connection that `state` already counts for `key`.
+    private func connect(_ key: HostKey) {
+        let batch = self
+        let bootstrap = ClientBootstrap(group: group)
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
+            .connectTimeout(TimeAmount(settings.idleTimeout))
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                    try channel.pipeline.syncOperations.addHandler(BatchConnection(batch: batch, key: key))
+                }
+            }
+        bootstrap.connect(host: key.host, port: key.port).whenComplete { result in
+            switch result {
+            case .success:
+                batch.state.withLock { $0.hosts[key]?.everConnected = true }
+            case .failure(let error):
+                batch.connectionFailed(key, error)
+            }
+        }
+    }
+
+    /// A connection ended (told by its handler once its request is settled or requeued):
+    /// open another while items wait for this host.
+    func connectionEnded(_ key: HostKey) {
+        let again = state.withLock { state -> Bool in
+            guard var queue = state.hosts[key] else { return false }
+            queue.connections -= 1
+            let again = !queue.isEmpty && queue.connections < settings.connectionsPerHost
+            if again { queue.connections += 1 }
+            state.hosts[key] = queue
+            return again
+        }
+        if again { connect(key) }
+    }
+
+    /// A connection could not be made. While another to the host is open it drains the
+    /// queue; a host that answered before gets one more try; otherwise every waiting item
+    /// goes back to the caller with the reason.
+    private func connectionFailed(_ key: HostKey, _ error: any Error) {
+        settings.logger.debug("batch connection failed", metadata: ["host": "\(key.host):\(key.port)", "error": "\(error)"])
+        enum Next { case wait, retry, giveUp([Int]) }
+        let next = state.withLock { state -> Next in
+            guard var queue = state.hosts[key] else { return .wait }
+            defer { state.hosts[key] = queue }
+            queue.connections -= 1
+            guard queue.connections == 0 else { return .wait }
+            if queue.everConnected, !queue.isEmpty {
+                queue.everConnected = false
+                queue.connections += 1
+                return .retry
+            }
+            var waiting: [Int] = []
+            while let index = queue.pop() { waiting.append(index) }
+            return .giveUp(waiting)
+        }
+        switch next {
+        case .wait: break
+        case .retry: connect(key)
+        case .giveUp(let waiting):
+            for index in waiting {
+                finish(index, .handedBack(FerryError.from(error, url: items[index].url).message))
+            }
+        }
+    }
+}

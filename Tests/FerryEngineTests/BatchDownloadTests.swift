@@ -1,0 +1,260 @@
+// BatchDownload against the project's test server: bytes by SHA-256, the connection limit,
+// what is handed back to a session, and that a failed item leaves no file behind.
+import FerryEngine
+import FerryTestSupport
+import Foundation
+import NIOPosix
+import Testing
+
+@Suite struct BatchDownloadTests {
+    /// Runs `body` with a started server and an empty folder, removing both after.
+    private func withServer(_ body: (TestHTTPServer, URL) async throws -> Void) async throws {
+        let server = try await TestHTTPServer.start()
+        let folder = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        do {
+            try await body(server, folder)
+            try await server.shutdown()
+        } catch {
+            try? await server.shutdown()
+            throw error
+        }
+    }
+
+    private func item(_ server: TestHTTPServer, _ path: String, _ folder: URL, _ name: String) -> BatchDownload.Item {
+        BatchDownload.Item(url: URL(string: server.baseURL + path)!, destination: folder.appendingPathComponent(name).path)
+    }
+
+    private func names(in folder: URL) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
+    }
+
+    @Test func savesEveryBodyOverAtMostTheGivenConnections() async throws {
+        try await withServer { server, folder throws in
+            // Empty, tiny, one socket read, many reads, chunked, and a body longer than a pipe.
+            let sizes = [0, 1, 16_384, 300_000, 70_000] + (0..<35).map { 1_000 + $0 * 37 }
+            let items = sizes.enumerated().map { index, size in
+                item(server, "/bytes/\(size)?seed=\(index)" + (index == 4 ? "&chunked=1" : ""), folder, "file\(index)")
+            }
+            var batch = BatchDownload()
+            batch.connectionsPerHost = 3
+            let reported = Reports()
+            let outcomes = await batch.run(items) { index, _ in reported.add(index) }
+
+            for (index, size) in sizes.enumerated() {
+                guard case .saved(let bytes) = outcomes[index] else {
+                    Issue.record("item \(index): \(outcomes[index])")
+                    continue
+                }
+                #expect(bytes == Int64(size))
+                let digest = try sha256Hex(ofFile: folder.appendingPathComponent("file\(index)"))
+                #expect(digest == TestContent.sha256Hex(count: size, seed: UInt64(index)))
+            }
+            #expect(reported.sorted == Array(0..<sizes.count), "one report per item")
+            let saved = try names(in: folder)
+            #expect(saved.count == sizes.count, "no temporary files left: \(saved)")
+            #expect(server.maxConcurrentConnections <= 3)
+            #expect(server.totalConnections <= 3, "kept-alive connections are reused")
+        }
+    }
+
+    @Test func handsBackWhatASessionShouldDo() async throws {
+        try await withServer { server, folder throws in
+            let items = [
+                item(server, "/status/404", folder, "missing"),
+                item(server, "/redirect/1?to=/bytes/10", folder, "moved"),
+                item(server, "/status/503?retryAfter=1", folder, "busy"),
+                BatchDownload.Item(url: URL(string: "https://127.0.0.1:9/secure")!, destination: folder.appendingPathComponent("secure").path),
+                BatchDownload.Item(url: URL(string: "ftp://127.0.0.1/file")!, destination: folder.appendingPathComponent("ftp").path),
+                item(server, "/bytes/10?seed=3", folder, "plain"),
+            ]
+            let outcomes = await BatchDownload().run(items)
+            for index in 0..<5 {
+                guard case .handedBack = outcomes[index] else {
+                    Issue.record("\(items[index].url): \(outcomes[index])")
+                    continue
+                }
+            }
+            if case .handedBack(let why) = outcomes[0] { #expect(why.contains("404")) }
+            guard case .saved(10) = outcomes[5] else {
+                Issue.record("plain: \(outcomes[5])")
+                return
+            }
+            #expect(try names(in: folder) == ["plain"], "a handed-back item writes nothing")
+        }
+    }
+
+    @Test func aBodyCutShortLeavesNoFile() async throws {
+        try await withServer { server, folder throws in
+            let items = [
+                item(server, "/bytes/200000?dropAlways=5000", folder, "dropped"),
+                item(server, "/bytes/1000?lengthDelta=10", folder, "short"),
+                item(server, "/garbage", folder, "garbage"),
+                item(server, "/bytes/500?seed=1", folder, "whole"),
+            ]
+            var batch = BatchDownload()
+            batch.connectionsPerHost = 2
+            let outcomes = await batch.run(items)
+            for index in 0..<3 {
+                guard case .handedBack = outcomes[index] else {
+                    Issue.record("\(items[index].url): \(outcomes[index])")
+                    continue
+                }
+            }
+            #expect(try names(in: folder) == ["whole"])
+            #expect(try sha256Hex(ofFile: folder.appendingPathComponent("whole")) == TestContent.sha256Hex(count: 500, seed: 1))
+        }
+    }
+
+    @Test func aDigestThatDoesNotMatchFailsAndSavesNothing() async throws {
+        try await withServer { server, folder throws in
+            let items = [
+                item(server, "/bytes/5000?seed=2&digest=bad", folder, "bad"),
+                item(server, "/bytes/5000?seed=2&digest=good", folder, "good"),
+            ]
+            let outcomes = await BatchDownload().run(items)
+            guard case .failed(let error) = outcomes[0] else {
+                Issue.record("bad digest: \(outcomes[0])")
+                return
+            }
+            #expect(error.code == .integrityCheckFailed)
+            guard case .saved(5000) = outcomes[1] else {
+                Issue.record("good digest: \(outcomes[1])")
+                return
+            }
+            #expect(try names(in: folder) == ["good"])
+        }
+    }
+
+    @Test func aStalledServerTimesOut() async throws {
+        try await withServer { server, folder throws in
+            let stalled = item(server, "/bytes/10000?stallAfter=1000&stallSeconds=20", folder, "stalled")
+            var batch = BatchDownload()
+            batch.idleTimeout = .milliseconds(300)
+            let started = ContinuousClock.now
+            let outcomes = await batch.run([stalled])
+            #expect(ContinuousClock.now - started < .seconds(5))
+            guard case .failed(let error) = outcomes[0] else {
+                Issue.record("stalled: \(outcomes[0])")
+                return
+            }
+            #expect(error.code == .timedOut)
+
+            batch.handsBackTimeouts = true
+            let again = await batch.run([stalled])
+            guard case .handedBack = again[0] else {
+                Issue.record("stalled, handing back: \(again[0])")
+                return
+            }
+            #expect(try names(in: folder).isEmpty)
+        }
+    }
+
+    @Test func theWholeRequestTimeOutHoldsWhileBytesDrip() async throws {
+        try await withServer { server, folder throws in
+            var batch = BatchDownload()
+            batch.resourceTimeout = .milliseconds(500)
+            let outcomes = await batch.run([item(server, "/bytes/100000?drip=20000", folder, "slow")])
+            guard case .failed(let error) = outcomes[0] else {
+                Issue.record("dripping: \(outcomes[0])")
+                return
+            }
+            #expect(error.code == .timedOut)
+            #expect(try names(in: folder).isEmpty)
+        }
+    }
+
+    @Test func aConnectionClosedBeforeAnyAnswerIsTriedOnceMore() async throws {
+        try await withServer { server, folder throws in
+            let key = UUID().uuidString
+            let outcomes = await BatchDownload().run([
+                item(server, "/flaky/\(key)?failures=1&status=close&then=/bytes/100", folder, "once"),
+                item(server, "/flaky/\(key)-twice?failures=2&status=close&then=/bytes/100", folder, "twice"),
+            ])
+            guard case .saved(100) = outcomes[0] else {
+                Issue.record("closed once: \(outcomes[0])")
+                return
+            }
+            guard case .handedBack = outcomes[1] else {
+                Issue.record("closed twice: \(outcomes[1])")
+                return
+            }
+        }
+    }
+
+    @Test func aHostThatRefusesHandsBackEveryItem() async throws {
+        let folder = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let port = try await closedPort()
+        let items = (0..<20).map {
+            BatchDownload.Item(url: URL(string: "http://127.0.0.1:\(port)/f\($0)")!, destination: folder.appendingPathComponent("f\($0)").path)
+        }
+        let outcomes = await BatchDownload().run(items)
+        for outcome in outcomes {
+            guard case .handedBack(let why) = outcome else {
+                Issue.record("refused: \(outcome)")
+                continue
+            }
+            #expect(why.contains("connect"), "\(why)")
+        }
+        #expect(try names(in: folder).isEmpty)
+    }
+
+    @Test func replacesAFileAlreadyThereAndSendsTheHeaders() async throws {
+        try await withServer { server, folder throws in
+            let old = folder.appendingPathComponent("same")
+            try Data("old content".utf8).write(to: old)
+            var batch = BatchDownload()
+            batch.headers = ["Authorization": "Bearer batch-token", "X-Ferry-Test": "1"]
+            let outcomes = await batch.run([
+                item(server, "/bytes/2000?seed=9", folder, "same"),
+                item(server, "/headers", folder, "headers.json"),
+            ])
+            guard case .saved(2000) = outcomes[0], case .saved = outcomes[1] else {
+                Issue.record("\(outcomes)")
+                return
+            }
+            #expect(try sha256Hex(ofFile: old) == TestContent.sha256Hex(count: 2000, seed: 9))
+            let headers = try JSONSerialization.jsonObject(with: Data(contentsOf: folder.appendingPathComponent("headers.json"))) as? [String: Any]
+            #expect(headers?["authorization"] as? String == "Bearer batch-token")
+            #expect(headers?["x-ferry-test"] as? String == "1")
+            #expect(headers?["host"] as? String == "127.0.0.1:\(server.port)")
+            #expect(try names(in: folder) == ["headers.json", "same"])
+        }
+    }
+
+    @Test func aFolderThatCannotBeWrittenFailsTheItem() async throws {
+        try await withServer { server, folder throws in
+            let missing = folder.appendingPathComponent("no-such-folder/file").path
+            let outcomes = await BatchDownload().run([
+                BatchDownload.Item(url: URL(string: server.baseURL + "/bytes/100")!, destination: missing),
+                item(server, "/bytes/100", folder, "fine"),
+            ])
+            guard case .failed(let error) = outcomes[0] else {
+                Issue.record("missing folder: \(outcomes[0])")
+                return
+            }
+            #expect(error.code == .cannotWriteToFile)
+            guard case .saved(100) = outcomes[1] else {
+                Issue.record("fine: \(outcomes[1])")
+                return
+            }
+        }
+    }
+
+    /// A port on 127.0.0.1 that nothing listens on (bound, then closed).
+    private func closedPort() async throws -> Int {
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0).get()
+        let port = channel.localAddress?.port ?? 9
+        try await channel.close()
+        return port
+    }
+}
+
+/// Item indexes reported by `onOutcome`, from whichever event loop.
+private final class Reports: @unchecked Sendable {  // state behind `lock`
+    private let lock = NSLock()
+    private var indexes: [Int] = []
+    func add(_ index: Int) { lock.withLock { indexes.append(index) } }
+    var sorted: [Int] { lock.withLock { indexes.sorted() } }
+}
