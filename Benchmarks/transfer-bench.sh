@@ -5,6 +5,7 @@
 #   (c) many 16 KiB downloads over 6 connections
 #                                    curl --parallel --parallel-max 6 -K cfg
 #                                                               vs  ferry get --many LIST --connections 6
+#                                    (and, for comparison only, the same with --no-batch: through a Session)
 #   (d) peak RSS of every run (/usr/bin/time -f %M)
 # Each measurement runs RUNS times (curl and ferry alternating); the table shows medians.
 # Targets: ferry ≥ 0.9 × curl on the large files, ≥ 1.0 × curl on the small ones, peak RSS < 64 MiB.
@@ -191,6 +192,12 @@ for run in $(seq "$RUNS"); do
     [ "$got" -eq "$SMALL_COUNT" ] || { say "$who wrote $got of $SMALL_COUNT small files"; exit 1; }
     if [ "$run" -eq 1 ]; then check_same "$work/www/small/f00007" "$dest/f00007"; fi
   done
+  # For comparison, not a target: the same files through a Session (ferry get --many --no-batch).
+  dest="$work/out/small-session-$run"
+  mkdir -p "$dest"
+  measure ferry-session "$FERRY" get --many "$work/ferry-small.txt" --dir "$dest" --connections "$CONNECTIONS" --quiet --no-batch
+  got=$(find "$dest" -type f | wc -l)
+  [ "$got" -eq "$SMALL_COUNT" ] || { say "ferry --no-batch wrote $got of $SMALL_COUNT small files"; exit 1; }
 done
 
 # The table.
@@ -216,6 +223,9 @@ row() {
 row "download ${BIG_MIB} MiB" down "$big_bytes" 0.9
 row "upload ${BIG_MIB} MiB" up "$big_bytes" 0.9
 row "${SMALL_COUNT} × ${SMALL_KIB} KiB, ${CONNECTIONS} conns" small "$small_bytes" 1.0
+session_us=$(median "$work/measure/ferry-session" 1)
+printf '%-28s %12s %12s %10s %8s %14s\n' "  the same through a Session" "" "$(mib "$small_bytes" "$session_us")" \
+  "$(ratio "$session_us" "$(median "$work/measure/curl-small" 1)")" "(none)" "$(awk -v k="$(maxcol "$work/measure/ferry-session" 2)" 'BEGIN{printf "%.1f", k/1024}')"
 small_fu=$(median "$work/measure/ferry-small" 1)
 small_cu=$(median "$work/measure/curl-small" 1)
 printf '%-28s %12s %12s   (files/s)\n' "" \

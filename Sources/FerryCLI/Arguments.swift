@@ -7,15 +7,16 @@ import Foundation
 enum Check {
     /// An absolute http(s) URL with a host, or a `ValidationError` that explains.
     static func url(_ text: String, what: String = "URL") throws -> URL {
-        let shown = Redact.url(text)
+        // Redacted only for a message: parsing it again costs as much as the check (`--many`).
+        func shown() -> String { Redact.url(text) }
         guard let url = URL(string: text), let scheme = url.scheme?.lowercased() else {
-            throw ValidationError("'\(shown)' is not a valid \(what): expected http://host/path or https://host/path")
+            throw ValidationError("'\(shown())' is not a valid \(what): expected http://host/path or https://host/path")
         }
         guard scheme == "http" || scheme == "https" else {
-            throw ValidationError("'\(shown)' is not a valid \(what): the scheme must be http or https, not \(scheme)")
+            throw ValidationError("'\(shown())' is not a valid \(what): the scheme must be http or https, not \(scheme)")
         }
         guard let host = url.host, !host.isEmpty else {
-            throw ValidationError("'\(shown)' is not a valid \(what): it has no host")
+            throw ValidationError("'\(shown())' is not a valid \(what): it has no host")
         }
         return url
     }

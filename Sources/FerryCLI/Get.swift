@@ -44,6 +44,9 @@ struct Get: AsyncParsableCommand {
     @Option(help: "With --many: connections per host (httpMaximumConnectionsPerHost).")
     var connections: Int = 6
 
+    @Flag(help: "With --many: every URL through a Session, none through the faster batch (to compare).")
+    var noBatch = false
+
     @OptionGroup var options: TransferOptions
 
     func validate() throws {
@@ -56,6 +59,7 @@ struct Get: AsyncParsableCommand {
             guard (1...64).contains(connections) else { throw ValidationError("--connections must be between 1 and 64") }
             return
         }
+        guard !noBatch else { throw ValidationError("--no-batch applies to --many") }
         guard let url else { throw ValidationError("missing URL: ferry get URL [-o FILE]") }
         _ = try Check.url(url)
         if let sha256 { _ = try Check.sha256(sha256) }
@@ -64,7 +68,7 @@ struct Get: AsyncParsableCommand {
 
     func run() async throws {
         if let many {
-            try await GetMany(list: many, dir: dir, connections: connections, options: options).run()
+            try await GetMany(list: many, dir: dir, connections: connections, batch: !noBatch, options: options).run()
             return
         }
         guard let text = url else { throw ExitCode(ExitStatus.usage) }

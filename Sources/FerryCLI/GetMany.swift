@@ -10,6 +10,8 @@ struct GetMany {
     let list: String
     let dir: String
     let connections: Int
+    /// Plain downloads through a `BatchDownload` first (false: all through the session).
+    let batch: Bool
     let options: TransferOptions
 
     struct Summary: Encodable {
@@ -49,9 +51,9 @@ struct GetMany {
         batch.handsBackTimeouts = options.retryPolicy.maximumAttempts > 1
         let finishedCount = Counter()
         let total = Int64(urls.count)
-        let outcomes = await batch.run(items) { _, _ in
-            bar.update(done: Int64(finishedCount.increment()), total: total)
-        }
+        let outcomes = self.batch
+            ? await batch.run(items) { _, _ in bar.update(done: Int64(finishedCount.increment()), total: total) }
+            : items.map { _ in .handedBack("--no-batch") }
 
         var failures: [(URL, CLIFailure)] = []
         var bytes: Int64 = 0
@@ -144,13 +146,22 @@ struct GetMany {
         }
     }
 
+    /// The line without blanks around it (Foundation's trimming is slower than the download
+    /// of a small file when the list has thousands of lines).
+    static func trimmed(_ line: Substring) -> String {
+        let bytes = line.utf8
+        let blank: (UInt8) -> Bool = { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
+        guard let first = bytes.firstIndex(where: { !blank($0) }), let last = bytes.lastIndex(where: { !blank($0) }) else { return "" }
+        return String(line[first...last])
+    }
+
     private func readList() throws -> [URL] {
         guard let text = try? String(contentsOfFile: list, encoding: .utf8) else {
             throw CLIFailure(exitStatus: ExitStatus.cannotRead, code: "cannotReadFile", message: "cannot read the list \(list)")
         }
         var urls: [URL] = []
         for (number, raw) in text.split(whereSeparator: \.isNewline).enumerated() {
-            let line = raw.trimmingCharacters(in: .whitespaces)
+            let line = Self.trimmed(raw)
             if line.isEmpty || line.hasPrefix("#") { continue }
             do {
                 urls.append(try Check.url(line))

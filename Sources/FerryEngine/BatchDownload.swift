@@ -206,15 +206,12 @@ final class BatchRun: Sendable {
     /// The request head for an item: the path and query as written, `Host` unless given.
     func requestHead(_ index: Int, _ key: HostKey) -> HTTPRequestHead {
         let url = items[index].url
-        var target = "/"
-        if let parts = URLComponents(url: url, resolvingAgainstBaseURL: false) {
-            let path = parts.percentEncodedPath
-            target = path.isEmpty ? "/" : path
-            if let query = parts.percentEncodedQuery { target += "?" + query }
-        }
+        let path = url.path(percentEncoded: true)
+        var target = path.isEmpty ? "/" : path
+        if let query = url.query(percentEncoded: true) { target += "?" + query }
         var headers = HTTPHeaders()
         if !encodedHeaders.contains(name: "Host") {
-            let host = key.host.contains(":") ? "[\(key.host)]" : key.host
+            let host = key.host.utf8.contains(UInt8(ascii: ":")) ? "[\(key.host)]" : key.host
             headers.add(name: "Host", value: key.port == 80 ? host : "\(host):\(key.port)")
         }
         headers.add(contentsOf: encodedHeaders)
@@ -233,7 +230,10 @@ final class BatchRun: Sendable {
                     try channel.pipeline.syncOperations.addHandler(BatchConnection(batch: batch, key: key))
                 }
             }
-        bootstrap.connect(host: key.host, port: key.port).whenComplete { result in
+        // An address written as digits needs no resolver (which runs on a thread of its own).
+        let connecting = (try? SocketAddress(ipAddress: key.host, port: key.port)).map { bootstrap.connect(to: $0) }
+            ?? bootstrap.connect(host: key.host, port: key.port)
+        connecting.whenComplete { result in
             switch result {
             case .success:
                 batch.state.withLock { $0.hosts[key]?.everConnected = true }
