@@ -9,6 +9,7 @@ import Glibc
 /// `ferry apps`: the installed app manifests (docs/apps.md).
 struct Apps: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "apps",
         abstract: "Install, list and remove apps: bundle ids, programs, launch command, app groups, extensions.",
         discussion: """
             A manifest is a JSON file (docs/apps.md). Installing it lets ferryd recognise the

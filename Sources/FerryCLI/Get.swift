@@ -7,6 +7,7 @@ import Foundation
 /// `ferry get URL`: one download to a file, resumable; or `--many LIST` of them.
 struct Get: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "get",
         abstract: "Download a URL to a file.",
         discussion: """
             The file is written in place. When a download stops early (Ctrl-C, a

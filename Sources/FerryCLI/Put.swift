@@ -6,6 +6,7 @@ import Foundation
 /// `ferry put FILE URL`: one upload, streamed from disk.
 struct Put: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "put",
         abstract: "Upload a file; print the server's response body.",
         discussion: """
             The file is streamed from disk: memory stays flat whatever its size.

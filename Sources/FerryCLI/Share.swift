@@ -6,6 +6,7 @@ import ShareKit
 /// `ferry share FILE… [--text T] [--url U]`: the share sheet (docs/sharekit.md).
 struct Share: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "share",
         abstract: "Share files, text or a URL with an installed share extension.",
         discussion: """
             Builds the items (each file's type read from its bytes), offers the installed share

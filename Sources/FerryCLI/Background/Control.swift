@@ -32,21 +32,21 @@ enum TaskControl {
 }
 
 struct Pause: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Suspend a task; a download keeps what it has.")
+    static let configuration = CommandConfiguration(commandName: "pause", abstract: "Suspend a task; a download keeps what it has.")
     @Argument(help: "The task identifier (see `ferry list`).") var task: String
     @OptionGroup var options: DaemonOptions
     func run() async throws { try await TaskControl.run(FerryProtocol.Request.suspend, task: task, options: options, verb: "paused") }
 }
 
 struct Resume: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Resume a suspended task.")
+    static let configuration = CommandConfiguration(commandName: "resume", abstract: "Resume a suspended task.")
     @Argument(help: "The task identifier (see `ferry list`).") var task: String
     @OptionGroup var options: DaemonOptions
     func run() async throws { try await TaskControl.run(FerryProtocol.Request.resume, task: task, options: options, verb: "resumed") }
 }
 
 struct Cancel: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Cancel a task (a download keeps resume data in its failure event).")
+    static let configuration = CommandConfiguration(commandName: "cancel", abstract: "Cancel a task (a download keeps resume data in its failure event).")
     @Argument(help: "The task identifier (see `ferry list`).") var task: String
     @OptionGroup var options: DaemonOptions
     func run() async throws { try await TaskControl.run(FerryProtocol.Request.cancel, task: task, options: options, verb: "cancelled") }
@@ -55,10 +55,11 @@ struct Cancel: AsyncParsableCommand {
 /// `ferry daemon status|stop`.
 struct Daemon: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "daemon",
         abstract: "Look at ferryd or stop it.", subcommands: [Status.self, Stop.self])
 
     struct Status: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Is ferryd running: version, pid, sessions, tasks. Exits 7 if it is not.")
+        static let configuration = CommandConfiguration(commandName: "status", abstract: "Is ferryd running: version, pid, sessions, tasks. Exits 7 if it is not.")
         @Flag(name: .long, help: "Print JSON on standard output, for scripts.") var json = false
 
         func run() async throws {
@@ -85,6 +86,7 @@ struct Daemon: AsyncParsableCommand {
 
     struct Stop: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "stop",
             abstract: "Stop ferryd gracefully. Tasks stay in its store and continue when it starts again.")
         @Flag(name: .long, help: "Print JSON on standard output, for scripts.") var json = false
 

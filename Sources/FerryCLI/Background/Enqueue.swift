@@ -151,6 +151,7 @@ struct EnqueueOptions: ParsableArguments {
 
 struct Upload: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "upload",
         abstract: "Hand an upload to ferryd and return at once; print the task id.",
         discussion: """
             The file is read by ferryd when it runs the task, so leave it in place until the
@@ -188,6 +189,7 @@ struct Upload: AsyncParsableCommand {
 
 struct Download: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "download",
         abstract: "Hand a download to ferryd and return at once; print the task id.",
         discussion: """
             ferryd writes the file (default: the URL's last path component in the current

@@ -6,6 +6,7 @@ import Foundation
 /// `ferry list`: every session and its tasks, as a watcher (no session changes owner).
 struct List: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "list",
         abstract: "List ferryd's sessions and their tasks: state, bytes, errors.")
 
     @Option(name: .long, help: "Only this session.") var session: String?
@@ -46,6 +47,7 @@ struct List: AsyncParsableCommand {
 /// `ferry watch`: live progress of every session's tasks, as a watcher.
 struct Watch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "watch",
         abstract: "Show live progress of ferryd's tasks without owning any session.",
         discussion: "Runs until interrupted, or until no task is waiting or running with --until-idle.")
 
@@ -102,6 +104,7 @@ struct Watch: AsyncParsableCommand {
 /// `ferry explain TASK`: why a task is not moving, and when it next tries.
 struct Explain: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "explain",
         abstract: "Say why a task is not moving (begin date, backoff after an error, Retry-After, limits) and when it next tries.")
 
     @Argument(help: "The task identifier (see `ferry list`).") var task: String
