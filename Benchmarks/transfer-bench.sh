@@ -10,13 +10,13 @@
 # Each measurement runs RUNS times (curl and ferry alternating); the table shows medians.
 # Targets: ferry ≥ 0.9 × curl on the large files, ≥ 1.0 × curl on the small ones, peak RSS < 64 MiB.
 #
-# Usage: Benchmarks/transfer-bench.sh            (1 GiB, 1,000 × 16 KiB, 3 runs)
+# Usage: Benchmarks/transfer-bench.sh            (1 GiB, 1,000 × 16 KiB, 5 runs)
 #        BIG_MIB=256 SMALL_COUNT=200 RUNS=1 Benchmarks/transfer-bench.sh   (a quick look)
 # Environment: BENCH_TMP (where the work dir goes; default /var/tmp, a disk, not tmpfs),
 #              FERRY_SCRATCH (SwiftPM scratch path for the release build), KEEP=1 keeps the work dir.
 set -euo pipefail
 
-RUNS=${RUNS:-3}
+RUNS=${RUNS:-5}
 BIG_MIB=${BIG_MIB:-1024}
 SMALL_COUNT=${SMALL_COUNT:-1000}
 SMALL_KIB=16
