@@ -3,6 +3,7 @@ public import Logging
 public import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
 import Synchronization
 
 /// Many whole-file GET downloads over a few kept-alive HTTP/1.1 connections per host, all
@@ -15,10 +16,10 @@ import Synchronization
 /// and writes each body into an unnamed file (`O_TMPFILE`) that is linked under its name
 /// only once it is whole and its digests match: a batch that is killed leaves no partial file.
 ///
-/// A batch does the plain case only and hands everything else back to the caller, who
-/// should give those items to a `Session` (which follows redirects, retries, speaks TLS and
-/// HTTP/2): a status other than 2xx, `https`, a connection that could not be made or that
-/// broke twice. Final failures are a digest that does not match (`Repr-Digest`,
+/// `http` and `https` (TLS with the system's trust store, HTTP/1.1 by ALPN). A batch does the
+/// plain case only and hands everything else back to the caller, who should give those items
+/// to a `Session` (which follows redirects, retries, speaks HTTP/2): a status other than 2xx, a
+/// connection that could not be made (TLS refused included) or that broke twice. Final failures are a digest that does not match (`Repr-Digest`,
 /// `Content-Digest`), a file that cannot be written, and a time-out when `handsBackTimeouts`
 /// is false.
 ///
@@ -62,6 +63,8 @@ public struct BatchDownload: Sendable {
     public var resourceTimeout: Duration? = nil
     /// Whether a request that timed out is handed back (the caller retries) or failed.
     public var handsBackTimeouts = false
+    /// PEM files of certificate authorities to trust besides the system's store (`https`).
+    public var additionalTrustedCertificateFiles: [String] = []
     public var logger = Logger(label: "ferry.batch")
 
     public init() {}
@@ -90,6 +93,8 @@ final class BatchRun: Sendable {
     struct HostKey: Hashable, Sendable {
         var host: String
         var port: Int
+        var secure: Bool
+        var defaultPort: Int { secure ? 443 : 80 }
     }
 
     struct HostQueue {
@@ -121,6 +126,8 @@ final class BatchRun: Sendable {
     let finished: EventLoopPromise<Void>
     private let state: Mutex<State>
     private let encodedHeaders: HTTPHeaders
+    /// Made once per run, and only when an item is `https` (it reads the trust store).
+    private let tls: Result<NIOSSLContext, any Error>?
 
     init(items: [BatchDownload.Item], settings: BatchDownload, group: any EventLoopGroup,
          onOutcome: @escaping @Sendable (Int, BatchDownload.Outcome) -> Void) {
@@ -134,6 +141,14 @@ final class BatchRun: Sendable {
         var headers = HTTPHeaders()
         for field in settings.headers { headers.add(name: field.name, value: field.value) }
         self.encodedHeaders = headers
+        if items.contains(where: { $0.url.scheme?.lowercased() == "https" }) {
+            var configuration = TLSConfiguration.makeClientConfiguration()
+            configuration.additionalTrustRoots = settings.additionalTrustedCertificateFiles.map { .file($0) }
+            configuration.applicationProtocols = ["http/1.1"]
+            tls = Result { try NIOSSLContext(configuration: configuration) }
+        } else {
+            tls = nil
+        }
     }
 
     var outcomes: [BatchDownload.Outcome] {
@@ -159,14 +174,17 @@ final class BatchRun: Sendable {
             return opening
         }
         for index in unsupported {
-            finish(index, .handedBack("a batch speaks plain HTTP to a host; this URL goes through a session"))
+            finish(index, .handedBack("a batch speaks http and https to a host; this URL goes through a session"))
         }
         for key in keys { connect(key) }
     }
 
     static func hostKey(_ url: URL) -> HostKey? {
-        guard url.scheme?.lowercased() == "http", let host = url.host, !host.isEmpty else { return nil }
-        return HostKey(host: host, port: url.port ?? 80)
+        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            let host = url.host, !host.isEmpty
+        else { return nil }
+        let secure = scheme == "https"
+        return HostKey(host: host, port: url.port ?? (secure ? 443 : 80), secure: secure)
     }
 
     /// The next item for a connection to `key`, if any is left.
@@ -212,7 +230,7 @@ final class BatchRun: Sendable {
         var headers = HTTPHeaders()
         if !encodedHeaders.contains(name: "Host") {
             let host = key.host.utf8.contains(UInt8(ascii: ":")) ? "[\(key.host)]" : key.host
-            headers.add(name: "Host", value: key.port == 80 ? host : "\(host):\(key.port)")
+            headers.add(name: "Host", value: key.port == key.defaultPort ? host : "\(host):\(key.port)")
         }
         headers.add(contentsOf: encodedHeaders)
         return HTTPRequestHead(version: .http1_1, method: .GET, uri: target, headers: headers)
@@ -221,11 +239,26 @@ final class BatchRun: Sendable {
     /// Opens a connection that `state` already counts for `key`.
     private func connect(_ key: HostKey) {
         let batch = self
+        var context: NIOSSLContext?
+        if key.secure {
+            switch tls {
+            case .success(let made): context = made
+            case .failure(let error): return connectionFailed(key, error)
+            case nil: return connectionFailed(key, FerryError(.secureConnectionFailed, "no TLS context"))
+            }
+        }
+        // A name is checked against the certificate; an address written as digits is checked
+        // against the certificate's IP entries by NIOSSL itself.
+        let serverHostname = (try? SocketAddress(ipAddress: key.host, port: key.port)) == nil ? key.host : nil
         let bootstrap = ClientBootstrap(group: group)
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .connectTimeout(TimeAmount(settings.idleTimeout))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    if let context {
+                        try channel.pipeline.syncOperations.addHandler(
+                            NIOSSLClientHandler(context: context, serverHostname: serverHostname))
+                    }
                     try channel.pipeline.syncOperations.addHTTPClientHandlers()
                     try channel.pipeline.syncOperations.addHandler(BatchConnection(batch: batch, key: key))
                 }

@@ -1,5 +1,5 @@
-// BatchDownload against the project's test server: bytes by SHA-256, the connection limit,
-// what is handed back to a session, and that a failed item leaves no file behind.
+// BatchDownload against the project's test server and nginx (https): bytes by SHA-256, the
+// connection limit, what is handed back to a session, and that a failed item leaves no file.
 import FerryEngine
 import FerryTestSupport
 import Foundation
@@ -64,7 +64,7 @@ import Testing
                 item(server, "/status/404", folder, "missing"),
                 item(server, "/redirect/1?to=/bytes/10", folder, "moved"),
                 item(server, "/status/503?retryAfter=1", folder, "busy"),
-                BatchDownload.Item(url: URL(string: "https://127.0.0.1:9/secure")!, destination: folder.appendingPathComponent("secure").path),
+                BatchDownload.Item(url: URL(string: "https://127.0.0.1:9/closed")!, destination: folder.appendingPathComponent("closed").path),
                 BatchDownload.Item(url: URL(string: "ftp://127.0.0.1/file")!, destination: folder.appendingPathComponent("ftp").path),
                 item(server, "/bytes/10?seed=3", folder, "plain"),
             ]
@@ -239,6 +239,47 @@ import Testing
                 Issue.record("fine: \(outcomes[1])")
                 return
             }
+        }
+    }
+
+    @Test func httpsFromNginxWhenItsCertificateIsTrustedOnly() async throws {
+        let nginx = try await NginxServer.start(tls: true)
+        let folder = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        do {
+            for index in 0..<12 {
+                try Data(TestContent.bytes(count: 20_000 + index, seed: UInt64(index))).write(to: nginx.root.appendingPathComponent("s\(index)"))
+            }
+            let base = try #require(nginx.httpsBaseURL)
+            let items = (0..<12).map {
+                BatchDownload.Item(url: URL(string: "\(base)/s\($0)")!, destination: folder.appendingPathComponent("s\($0)").path)
+            }
+            var batch = BatchDownload()
+            batch.connectionsPerHost = 3
+            let untrusted = await batch.run(items)
+            for outcome in untrusted {
+                guard case .handedBack = outcome else {
+                    Issue.record("untrusted certificate: \(outcome)")
+                    continue
+                }
+            }
+            #expect(try names(in: folder).isEmpty)
+
+            batch.additionalTrustedCertificateFiles = [try #require(nginx.caCertificatePEMPath)]
+            let outcomes = await batch.run(items)
+            for (index, outcome) in outcomes.enumerated() {
+                guard case .saved(let bytes) = outcome else {
+                    Issue.record("s\(index): \(outcome)")
+                    continue
+                }
+                #expect(bytes == Int64(20_000 + index))
+                let digest = try sha256Hex(ofFile: folder.appendingPathComponent("s\(index)"))
+                #expect(digest == TestContent.sha256Hex(count: 20_000 + index, seed: UInt64(index)))
+            }
+            try await nginx.stop()
+        } catch {
+            try? await nginx.stop()
+            throw error
         }
     }
 
