@@ -39,6 +39,9 @@ struct FerryTool: AsyncParsableCommand {
     /// As `AsyncParsableCommand.main()`, except that usage errors (including `validate()`
     /// failures such as a bad URL) exit with 2, the Unix convention, rather than 64.
     static func main() async {
+        // Writing past RLIMIT_FSIZE must fail the write (EFBIG, reported as cannotWriteToFile)
+        // as a full disk does, not kill ferry halfway through a list.
+        signal(SIGXFSZ, SIG_IGN)
         LoggingSystem.bootstrap(CLILog.handler)
         do {
             var command = try await asyncParseAsRoot(nil)

@@ -40,9 +40,7 @@ final class IncomingFile {
 
     /// Appends the buffer.
     func write(_ buffer: ByteBuffer) throws {
-        guard writeFully(fd, buffer, at: written) else {
-            throw OutputFile.error("cannot write \(destination)", url: URL(fileURLWithPath: destination))
-        }
+        guard writeFully(fd, buffer, at: written) else { throw Self.failure("cannot write \(destination)", destination) }
         written += off_t(buffer.readableBytes)
     }
 
@@ -129,8 +127,8 @@ final class IncomingFile {
         return folder(of: destination) + "/." + name + ".ferry-" + random
     }
 
+    /// `code` defaults to `errno` as it is at the call, before anything here can change it.
     private static func failure(_ what: String, _ path: String, _ code: Int32 = errno) -> FerryError {
-        errno = code
-        return OutputFile.error(what, url: URL(fileURLWithPath: path))
+        OutputFile.error(what, url: URL(fileURLWithPath: path), code: code)
     }
 }

@@ -92,7 +92,12 @@ final class OutputFile: @unchecked Sendable {  // used by one download at a time
     }
 
     static func error(_ what: String, url: URL) -> FerryError {
-        let code = errno
+        error(what, url: url, code: errno)
+    }
+
+    /// With `code` read right after the failing call: building a file URL may `stat` and
+    /// overwrite `errno`.
+    static func error(_ what: String, url: URL, code: Int32) -> FerryError {
         let reason = code == ENOSPC ? "the disk is full" : String(cString: strerror(code))
         return FerryError(.cannotWriteToFile, "\(what): \(reason)", url: url)
     }

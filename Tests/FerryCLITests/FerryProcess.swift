@@ -38,8 +38,9 @@ enum FerryBinary {
     }()
 
     /// Starts `ferry args…` with stdout and stderr going to files in `scratch`.
-    static func start(_ args: [String], in scratch: URL, environment: [String: String] = [:]) throws -> (Process, URL, URL) {
-        let binary = try #require(binary, "the ferry binary was not built next to the tests")
+    /// `executable` runs instead of ferry (a shell that sets a limit, then execs ferry).
+    static func start(_ args: [String], in scratch: URL, environment: [String: String] = [:], executable: String? = nil) throws -> (Process, URL, URL) {
+        let binary = try executable ?? #require(binary, "the ferry binary was not built next to the tests")
         let id = UUID().uuidString.prefix(8)
         let out = scratch.appendingPathComponent("stdout-\(id)")
         let err = scratch.appendingPathComponent("stderr-\(id)")

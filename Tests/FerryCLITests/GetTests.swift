@@ -217,4 +217,28 @@ import Glibc
         #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path("out")).isEmpty)
         try await server.shutdown()
     }
+
+    /// A file that cannot be written (a file-size limit, as a full disk) fails that download
+    /// with exit 23 and a clear message; the others are saved whole and nothing partial stays.
+    @Test func aWriteThatFailsLosesOnlyThatFile() async throws {
+        let server = try await TestHTTPServer.start()
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let list = ["/bytes/16000?seed=1", "/bytes/200000?seed=2", "/bytes/20000?seed=3"].map { server.baseURL + $0 }
+        try list.joined(separator: "\n").write(toFile: scratch.path("list.txt"), atomically: true, encoding: .utf8)
+        let binary = try #require(FerryBinary.binary)
+        // dash counts `ulimit -f` in 512-byte blocks: 32 KiB per file.
+        let started = try FerryBinary.start(
+            ["-c", "ulimit -f 64; exec \"$0\" \"$@\"", binary, "get", "--many", scratch.path("list.txt"), "--dir", scratch.path("out"), "--json"],
+            in: scratch.url, executable: "/bin/sh")
+        let run = try await FerryBinary.wait(started, timeout: 30)
+        #expect(run.status == 23, "\(run.stderr)")
+        #expect(run.json?["files"] as? Int == 2)
+        #expect(run.json?["failed"] as? Int == 1)
+        #expect(run.stderr.contains("cannot write") && run.stderr.contains("200000") && run.stderr.contains("File too large"), "\(run.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path("out")).sorted() == ["16000", "20000"])
+        #expect(try sha256Hex(ofFile: scratch.path("out/16000")) == TestContent.sha256Hex(count: 16000, seed: 1))
+        #expect(try sha256Hex(ofFile: scratch.path("out/20000")) == TestContent.sha256Hex(count: 20000, seed: 3))
+        try await server.shutdown()
+    }
 }
