@@ -45,6 +45,9 @@ public class SessionTask: @unchecked Sendable {  // all mutable state is behind 
         var submittedToDaemon = false
         /// The task cannot run (its background session could not reserve it an identifier).
         var startFailure: FerryError?
+        /// The server's resumable upload resource for this task's body: a suspended upload
+        /// continues from the server's offset, a cancelled one is deleted there.
+        var uploadPoint: ResumableUploadPoint?
     }
     let lock = NIOLockedValueBox(Mutable())
 
@@ -141,8 +144,15 @@ public class SessionTask: @unchecked Sendable {  // all mutable state is behind 
             return
         }
         switch action {
-        case .stop: runner?.cancel()
-        case .completeCancelled: finish(error: FerryError(.cancelled, "the task was cancelled", url: originalRequest.url), generation: nil)
+        case .stop: runner?.cancel()  // the run deletes the upload resource, if any, before completing
+        case .completeCancelled:
+            // Suspended, nothing running: give up the upload resource of an earlier run.
+            if let point = lock.withLockedValue({ $0.uploadPoint }), var transfer = try? makeTransfer() {
+                transfer.resumeUpload = point
+                let engine = session.engine
+                Task { await engine.discardUpload(of: transfer) }
+            }
+            finish(error: FerryError(.cancelled, "the task was cancelled", url: originalRequest.url), generation: nil)
         default: break
         }
     }
@@ -181,15 +191,29 @@ public class SessionTask: @unchecked Sendable {  // all mutable state is behind 
         }
         let runner = Task {
             let observer = TaskObserver(task: self)
+            var transfer: Transfer?
             do {
-                let transfer = try self.makeTransfer()
-                let result = try await self.session.engine.run(transfer, observer: observer)
+                var made = try self.makeTransfer()
+                if made.upload != nil, made.resumeUpload == nil {  // only a seekable body ever gets a point
+                    made.resumeUpload = self.lock.withLockedValue { $0.uploadPoint }
+                }
+                transfer = made
+                let result = try await self.session.engine.run(made, observer: observer)
                 self.lock.withLockedValue { $0.response = result.response }
                 guard self.isCurrent(generation) else { return }
                 await self.didFinishTransfer(result)
                 self.finish(error: nil, generation: generation)
             } catch {
                 guard self.isCurrent(generation) else { return }
+                // Cancelled by the user (not suspended): the server may free the upload.
+                let point = self.lock.withLockedValue { m -> ResumableUploadPoint? in
+                    guard case .canceling = m.lifecycle.state else { return nil }
+                    return m.uploadPoint
+                }
+                if let point, var transfer {
+                    transfer.resumeUpload = point
+                    await self.session.engine.discardUpload(of: transfer)
+                }
                 let mapped = self.errorForFailure(FerryError.from(error, url: self.originalRequest.url))
                 self.finish(error: mapped, generation: generation)
             }

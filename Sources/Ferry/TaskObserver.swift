@@ -48,6 +48,10 @@ struct TaskObserver: TransferObserver {
         await session.delegateQueue.ask { await delegate.session(session, dataTask: dataTask, didReceive: data) }
     }
 
+    func transferDidCreateUploadResource(_ point: ResumableUploadPoint) {
+        task.lock.withLockedValue { $0.uploadPoint = point }
+    }
+
     func transferDidSend(bytes: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64) {
         task.lock.withLockedValue {
             $0.countOfBytesSent = totalBytesSent

@@ -283,6 +283,7 @@ extension Daemon {
         }
         await interrupt(key, because: .cancel)
         let current = try await requireTask(key)
+        await discardUploadResource(of: current)
         let resumeData = producingResumeData ? await resumeData(for: current) : nil
         if resumeData == nil, current.kind == .download, let file = try? await destination(of: current) {
             try? FileManager.default.removeItem(at: file)
@@ -299,6 +300,22 @@ extension Daemon {
         wakeup.signal()
         await eventsStored(in: key.session)
         return CancelledWithResumeData(task: info(updated), resumeData: resumeData)
+    }
+
+    /// A cancelled upload's resumable resource is deleted on the server (a suspended one is
+    /// kept: it continues from the server's offset). In the background, bounded: the reply
+    /// to `cancel` does not wait for the server.
+    private func discardUploadResource(of record: TaskRecord) async {
+        guard record.kind == .upload, record.uploadResourceURL != nil,
+            let session = try? await store.session(record.sessionIdentifier),
+            let transfer = try? await makeTransfer(record, session: session, deadline: clock.now.addingTimeInterval(30))
+        else { return }
+        let engine = self.engine
+        let logger = self.logger
+        Task {
+            await engine.discardUpload(of: transfer)
+            logger.debug("upload resource given up", metadata: ["session": "\(record.sessionIdentifier)", "task": "\(record.taskIdentifier)"])
+        }
     }
 
     func requireTask(_ key: TaskKey) async throws -> TaskRecord {

@@ -31,10 +31,31 @@ extension TransferEngine {
         return (offset, complete, length, UploadLimits(field: response.headers.first(name: "Upload-Limit")))
     }
 
+    /// Gives up the resumable upload that `transfer.resumeUpload` names: a `DELETE`, so the
+    /// server can free what it received. For an upload the user cancelled; one that is only
+    /// suspended keeps its resource and continues from the server's offset. Best effort, at
+    /// most `timeout`; it runs even when the calling task is cancelled. Nothing happens
+    /// without a `resumeUpload`.
+    ///
+    /// ```swift
+    /// transfer.resumeUpload = savedPoint      // from transferDidCreateUploadResource
+    /// await engine.discardUpload(of: transfer)
+    /// ```
+    public func discardUpload(of transfer: Transfer, timeout: Duration = .seconds(10)) async {
+        guard transfer.resumeUpload != nil else { return }
+        let engine = self
+        // Detached: the caller is usually a task being cancelled, whose requests would be too.
+        await Task.detached {
+            var state = AttemptState(transfer: transfer)
+            guard let resource = state.uploadResource else { return }
+            await engine.cancelUpload(resource, state: &state, timeout: TimeAmount(timeout))
+        }.value
+    }
+
     /// `DELETE` on the upload resource, so the server can free what it holds. Best effort:
     /// the caller gives the upload up either way.
-    func cancelUpload(_ resource: ResumableUploadResource, state: inout AttemptState) async {
-        let status = try? await askAboutUpload(.DELETE, at: resource.location, version: resource.version, state: &state, timeout: .seconds(30)).status.code
+    func cancelUpload(_ resource: ResumableUploadResource, state: inout AttemptState, timeout: TimeAmount = .seconds(30)) async {
+        let status = try? await askAboutUpload(.DELETE, at: resource.location, version: resource.version, state: &state, timeout: timeout).status.code
         logger.info("upload cancelled", metadata: ["url": "\(resource.location.redactedForLogs)", "status": "\(status.map(String.init) ?? "no answer")"])
     }
 

@@ -139,6 +139,30 @@ struct ResumableUploadV8Tests {
         }
     }
 
+    @Test("discardUpload deletes the resource an interrupted upload left, with the request's credentials; without a point it sends nothing")
+    func discardUploadDeletesTheResource() async throws {
+        let size = 2 << 20
+        try await withUpload(size: size, seed: 95) { server, file, engine in
+            server.cutNextUpload(afterBytes: size / 2)
+            var request = Request(url: URL(string: server.baseURL + "/upload/photo")!, method: "POST")
+            request.headers = ["Authorization": "Bearer t0k"]
+            let observer = PointObserver()
+            var transfer = Transfer(request: request, upload: .file(file), retry: .none)
+            await expectFerryError(.networkConnectionLost) { try await engine.run(transfer, observer: observer) }
+            let point = try #require(observer.points.first)
+
+            await engine.discardUpload(of: transfer)  // no point: nothing is sent
+            #expect(server.requests.map(\.method) == ["OPTIONS", "POST", "PATCH"])
+
+            transfer.resumeUpload = point
+            await engine.discardUpload(of: transfer)
+            let delete = try #require(server.requests.last)
+            #expect(delete.method == "DELETE" && delete.uri == point.location.path)
+            #expect(delete.header("Authorization") == "Bearer t0k")
+            #expect(server.responses.last?.status == 204, "the server knew the upload and freed it")
+        }
+    }
+
     @Test("a HEAD answered 503 is asked again after Retry-After: the upload is not taken for forgotten")
     func unavailableHeadIsRetried() async throws {
         let size = 2 << 20
