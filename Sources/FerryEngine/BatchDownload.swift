@@ -55,6 +55,8 @@ public struct BatchDownload: Sendable {
 
     /// Connections opened to each host (`httpMaximumConnectionsPerHost`).
     public var connectionsPerHost = 6
+    /// Connections open at once over every host (curl's `--parallel-max`).
+    public var maximumConnections = 64
     /// Added to every request (`Host` is set from the URL unless given here).
     public var headers = HeaderFields()
     /// Fails a request when no byte arrives for this long (`timeoutIntervalForRequest`).
@@ -90,29 +92,10 @@ public struct BatchDownload: Sendable {
 /// how many connections each host has. Connections on several event loops take items from
 /// it, so it sits behind a lock (held for a few instructions per request).
 final class BatchRun: Sendable {
-    struct HostKey: Hashable, Sendable {
-        var host: String
-        var port: Int
-        var secure: Bool
-        var defaultPort: Int { secure ? 443 : 80 }
-    }
-
-    struct HostQueue {
-        var pending: [Int] = []
-        var head = 0
-        var connections = 0
-        var everConnected = false
-        var isEmpty: Bool { head == pending.count }
-
-        mutating func pop() -> Int? {
-            guard !isEmpty else { return nil }
-            defer { head += 1 }
-            return pending[head]
-        }
-    }
+    typealias HostKey = ConnectionPlan.HostKey
 
     struct State {
-        var hosts: [HostKey: HostQueue] = [:]
+        var plan: ConnectionPlan
         var outcomes: [BatchDownload.Outcome?]
         /// Requests sent again for an item after a connection closed before any answer.
         var resends: [UInt8]
@@ -136,7 +119,8 @@ final class BatchRun: Sendable {
         self.group = group
         self.onOutcome = onOutcome
         self.finished = group.next().makePromise()
-        self.state = Mutex(State(outcomes: Array(repeating: nil, count: items.count),
+        self.state = Mutex(State(plan: ConnectionPlan(perHost: settings.connectionsPerHost, total: settings.maximumConnections),
+                                 outcomes: Array(repeating: nil, count: items.count),
                                  resends: Array(repeating: 0, count: items.count), remaining: items.count))
         var headers = HTTPHeaders()
         for field in settings.headers { headers.add(name: field.name, value: field.value) }
@@ -163,15 +147,9 @@ final class BatchRun: Sendable {
                     unsupported.append(index)
                     continue
                 }
-                state.hosts[key, default: HostQueue()].pending.append(index)
+                state.plan.add(index, to: key)
             }
-            var opening: [HostKey] = []
-            for (key, queue) in state.hosts {
-                let count = min(max(settings.connectionsPerHost, 1), queue.pending.count)
-                state.hosts[key]!.connections = count
-                opening += Array(repeating: key, count: count)
-            }
-            return opening
+            return state.plan.grants()
         }
         for index in unsupported {
             finish(index, .handedBack("a batch speaks http and https to a host; this URL goes through a session"))
@@ -189,22 +167,16 @@ final class BatchRun: Sendable {
 
     /// The next item for a connection to `key`, if any is left.
     func next(_ key: HostKey) -> Int? {
-        state.withLock { $0.hosts[key]?.pop() }
+        state.withLock { $0.plan.next(key) }
     }
 
     /// Puts an item back at the front of its host's queue when its request has not been
     /// sent again before; false when it has (the caller then gives up on it).
     func requeueOnce(_ index: Int, _ key: HostKey) -> Bool {
         state.withLock { state in
-            guard state.resends[index] == 0, var queue = state.hosts[key] else { return false }
+            guard state.resends[index] == 0 else { return false }
             state.resends[index] += 1
-            if queue.head > 0 {
-                queue.head -= 1
-                queue.pending[queue.head] = index
-            } else {
-                queue.pending.insert(index, at: 0)
-            }
-            state.hosts[key] = queue
+            state.plan.requeue(index, key)
             return true
         }
     }
@@ -236,7 +208,7 @@ final class BatchRun: Sendable {
         return HTTPRequestHead(version: .http1_1, method: .GET, uri: target, headers: headers)
     }
 
-    /// Opens a connection that `state` already counts for `key`.
+    /// Opens a connection that the plan already counts for `key`.
     private func connect(_ key: HostKey) {
         let batch = self
         var context: NIOSSLContext?
@@ -269,7 +241,7 @@ final class BatchRun: Sendable {
         connecting.whenComplete { result in
             switch result {
             case .success:
-                batch.state.withLock { $0.hosts[key]?.everConnected = true }
+                batch.state.withLock { $0.plan.connected(key) }
             case .failure(let error):
                 batch.connectionFailed(key, error)
             }
@@ -277,46 +249,26 @@ final class BatchRun: Sendable {
     }
 
     /// A connection ended (told by its handler once its request is settled or requeued):
-    /// open another while items wait for this host.
+    /// its place goes to this host or the next one with items waiting.
     func connectionEnded(_ key: HostKey) {
-        let again = state.withLock { state -> Bool in
-            guard var queue = state.hosts[key] else { return false }
-            queue.connections -= 1
-            let again = !queue.isEmpty && queue.connections < settings.connectionsPerHost
-            if again { queue.connections += 1 }
-            state.hosts[key] = queue
-            return again
+        let grants = state.withLock { state in
+            state.plan.ended(key)
+            return state.plan.grants()
         }
-        if again { connect(key) }
+        for next in grants { connect(next) }
     }
 
-    /// A connection could not be made. While another to the host is open it drains the
-    /// queue; a host that answered before gets one more try; otherwise every waiting item
-    /// goes back to the caller with the reason.
+    /// A connection could not be made: another host may take its place; the host's waiting
+    /// items go back to the caller when no connection to it is left to drain them.
     private func connectionFailed(_ key: HostKey, _ error: any Error) {
         settings.logger.debug("batch connection failed", metadata: ["host": "\(key.host):\(key.port)", "error": "\(error)"])
-        enum Next { case wait, retry, giveUp([Int]) }
-        let next = state.withLock { state -> Next in
-            guard var queue = state.hosts[key] else { return .wait }
-            defer { state.hosts[key] = queue }
-            queue.connections -= 1
-            guard queue.connections == 0 else { return .wait }
-            if queue.everConnected, !queue.isEmpty {
-                queue.everConnected = false
-                queue.connections += 1
-                return .retry
-            }
-            var waiting: [Int] = []
-            while let index = queue.pop() { waiting.append(index) }
-            return .giveUp(waiting)
+        let (givenUp, grants) = state.withLock { state in
+            let givenUp = state.plan.failed(key)
+            return (givenUp, state.plan.grants())
         }
-        switch next {
-        case .wait: break
-        case .retry: connect(key)
-        case .giveUp(let waiting):
-            for index in waiting {
-                finish(index, .handedBack(FerryError.from(error, url: items[index].url).message))
-            }
+        for index in givenUp {
+            finish(index, .handedBack(FerryError.from(error, url: items[index].url).message))
         }
+        for next in grants { connect(next) }
     }
 }

@@ -58,6 +58,35 @@ import Testing
         }
     }
 
+    @Test func connectionsInAllStayUnderTheCapAcrossHosts() async throws {
+        var servers: [TestHTTPServer] = []
+        for _ in 0..<3 { servers.append(try await TestHTTPServer.start()) }
+        let folder = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var items: [BatchDownload.Item] = []
+        for round in 0..<8 {
+            for (n, server) in servers.enumerated() {
+                // Each answer takes ~30 ms, so connections to different hosts overlap.
+                items.append(item(server, "/bytes/3000?seed=\(round)&drip=100000", folder, "s\(n)-\(round)"))
+            }
+        }
+        var batch = BatchDownload()
+        batch.connectionsPerHost = 6
+        batch.maximumConnections = 2
+        let outcomes = await batch.run(items)
+        for (index, outcome) in outcomes.enumerated() {
+            guard case .saved(3000) = outcome else {
+                Issue.record("\(items[index].url): \(outcome)")
+                continue
+            }
+        }
+        for server in servers {
+            #expect(server.maxConcurrentConnections <= 2)
+            try await server.shutdown()
+        }
+        #expect(try names(in: folder).count == items.count)
+    }
+
     @Test func handsBackWhatASessionShouldDo() async throws {
         try await withServer { server, folder throws in
             let items = [
