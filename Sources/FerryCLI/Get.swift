@@ -48,6 +48,9 @@ struct Get: AsyncParsableCommand {
     @Flag(help: "With --many: every URL through a Session, none through the faster batch (to compare).")
     var noBatch = false
 
+    @Flag(help: "With --many: leave files already in the folder alone (ferry names a file only once it is whole, so a run that was stopped continues where it was).")
+    var skipExisting = false
+
     @OptionGroup var options: TransferOptions
 
     func validate() throws {
@@ -60,7 +63,7 @@ struct Get: AsyncParsableCommand {
             guard (1...64).contains(connections) else { throw ValidationError("--connections must be between 1 and 64") }
             return
         }
-        guard !noBatch else { throw ValidationError("--no-batch applies to --many") }
+        guard !noBatch, !skipExisting else { throw ValidationError("--no-batch and --skip-existing apply to --many") }
         guard let url else { throw ValidationError("missing URL: ferry get URL [-o FILE]") }
         _ = try Check.url(url)
         if let sha256 { _ = try Check.sha256(sha256) }
@@ -69,7 +72,7 @@ struct Get: AsyncParsableCommand {
 
     func run() async throws {
         if let many {
-            try await GetMany(list: many, dir: dir, connections: connections, batch: !noBatch, options: options).run()
+            try await GetMany(list: many, dir: dir, connections: connections, batch: !noBatch, skipExisting: skipExisting, options: options).run()
             return
         }
         guard let text = url else { throw ExitCode(ExitStatus.usage) }

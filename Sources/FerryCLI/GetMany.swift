@@ -12,10 +12,13 @@ struct GetMany {
     let connections: Int
     /// Plain downloads through a `BatchDownload` first (false: all through the session).
     let batch: Bool
+    /// Files already in the folder are left alone (they were only ever named when whole).
+    let skipExisting: Bool
     let options: TransferOptions
 
     struct Summary: Encodable {
         var files: Int
+        var skipped: Int
         var failed: Int
         var bytes: Int64
         var seconds: Double
@@ -23,7 +26,7 @@ struct GetMany {
     }
 
     func run() async throws {
-        let urls: [URL]
+        var urls: [URL]
         do {
             urls = try readList()
         } catch let failure as CLIFailure {
@@ -36,6 +39,12 @@ struct GetMany {
             throw CLIFailure(exitStatus: ExitStatus.cannotWrite, code: "cannotWriteToFile", message: "cannot create \(dir)").report(url: nil, json: options.json)
         }
 
+        var skipped = 0
+        if skipExisting {
+            let before = urls.count
+            urls.removeAll { access(folder.path + "/" + Check.defaultFileName(for: $0), F_OK) == 0 }
+            skipped = before - urls.count
+        }
         let headers = try Check.headers(options.headers)
         let started = ContinuousClock.now
         let bar = ProgressBar(label: "\(urls.count) files", enabled: !options.quiet, counting: .files)
@@ -77,7 +86,7 @@ struct GetMany {
             Console.error("ferry: \(Redact.url(url.absoluteString)): \(failure.message)")
         }
         if options.json {
-            JSONOutput.print(Summary(files: urls.count - failures.count, failed: failures.count, bytes: bytes,
+            JSONOutput.print(Summary(files: urls.count - failures.count, skipped: skipped, failed: failures.count, bytes: bytes,
                                      seconds: ProgressBar.seconds(ContinuousClock.now - started), dir: folder.path))
         }
         if let first = failures.first {

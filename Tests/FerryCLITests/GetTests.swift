@@ -241,4 +241,26 @@ import Glibc
         #expect(try sha256Hex(ofFile: scratch.path("out/20000")) == TestContent.sha256Hex(count: 20000, seed: 3))
         try await server.shutdown()
     }
+
+    /// A second run with --skip-existing fetches only what the first did not save, and
+    /// leaves the files already there untouched.
+    @Test func skipExistingContinuesAStoppedList() async throws {
+        let server = try await TestHTTPServer.start()
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let sizes = [1000, 2000, 3000, 4000]
+        try sizes.map { "\(server.baseURL)/bytes/\($0)?seed=4" }.joined(separator: "\n")
+            .write(toFile: scratch.path("list.txt"), atomically: true, encoding: .utf8)
+        try FileManager.default.createDirectory(atPath: scratch.path("out"), withIntermediateDirectories: true)
+        try Data("kept as it is".utf8).write(to: URL(fileURLWithPath: scratch.path("out/2000")))
+        let run = try await FerryBinary.run(
+            ["get", "--many", scratch.path("list.txt"), "--dir", scratch.path("out"), "--skip-existing", "--json"], in: scratch.url)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.json?["files"] as? Int == 3)
+        #expect(run.json?["skipped"] as? Int == 1)
+        #expect(try String(contentsOfFile: scratch.path("out/2000"), encoding: .utf8) == "kept as it is")
+        #expect(try sha256Hex(ofFile: scratch.path("out/3000")) == TestContent.sha256Hex(count: 3000, seed: 4))
+        #expect(server.requests.count == 3, "nothing asked for the file already there")
+        try await server.shutdown()
+    }
 }
