@@ -28,7 +28,7 @@ say() { printf '%s\n' "$*" >&2; }
 if ! command -v nginx >/dev/null 2>&1 || ! command -v curl >/dev/null 2>&1; then
   scripts/install-deps
 fi
-NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)  # for its version in the table
 
 # byteclub-server in release.
 if [ -n "${BYTECLUB_SERVER:-}" ]; then
@@ -45,21 +45,10 @@ base=${BENCH_TMP:-/var/tmp}
 work=$(mktemp -d "$base/byteclub-bench.XXXXXX")
 nginx_pid=""
 server_pid=""
-# stop PID: SIGTERM, a bounded wait (5 s), then SIGKILL; never leaves the process behind.
-stop() {
-  local pid=$1
-  [ -n "$pid" ] || return 0
-  kill "$pid" 2>/dev/null || return 0
-  for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  if kill -0 "$pid" 2>/dev/null; then
-    say "pid $pid did not stop within 5 s of SIGTERM; SIGKILL"
-    kill -9 "$pid" 2>/dev/null || true
-  fi
-  wait "$pid" 2>/dev/null || true
-}
+. "$here/Benchmarks/nginx.sh"
 cleanup() {
-  stop "$server_pid"
-  stop "$nginx_pid"
+  stop_pid "$server_pid"
+  stop_pid "$nginx_pid"
   if [ "${KEEP:-0}" = 1 ]; then say "kept $work"; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
@@ -67,56 +56,7 @@ chmod 755 "$work"
 mkdir -p "$work"/{www/upload,out,logs,temp,measure}
 chmod 777 "$work/www/upload" "$work/temp"
 
-# nginx on 127.0.0.1 as Benchmarks/transfer-bench.sh runs it, a few ports tried.
-user_line=""
-[ "$(id -u)" -eq 0 ] && user_line="user root root;"
-port=""
-echo ok >"$work/www/ping"
-for _ in 1 2 3 4 5; do
-  try=$((20000 + RANDOM % 30000))
-  cat >"$work/nginx.conf" <<CONF
-$user_line
-worker_processes 2;
-daemon off;
-pid $work/nginx.pid;
-error_log $work/logs/error.log warn;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    sendfile on;
-    tcp_nopush on;
-    client_max_body_size 0;
-    client_body_temp_path $work/temp/body;
-    proxy_temp_path $work/temp/proxy;
-    fastcgi_temp_path $work/temp/fastcgi;
-    uwsgi_temp_path $work/temp/uwsgi;
-    scgi_temp_path $work/temp/scgi;
-    default_type application/octet-stream;
-    server {
-        listen 127.0.0.1:$try;
-        root $work/www;
-        location /upload/ {
-            dav_methods PUT DELETE;
-            create_full_put_path on;
-            client_body_buffer_size 1m;
-        }
-    }
-}
-CONF
-  "$NGINX" -p "$work/" -c "$work/nginx.conf" -e "$work/logs/error.log" >"$work/logs/nginx-stderr.log" 2>&1 &
-  nginx_pid=$!
-  for _ in $(seq 100); do
-    if curl -s -o /dev/null "http://127.0.0.1:$try/ping"; then port=$try; break; fi
-    kill -0 "$nginx_pid" 2>/dev/null || break
-    sleep 0.05
-  done
-  [ -n "$port" ] && break
-  stop "$nginx_pid"
-  nginx_pid=""
-done
-[ -n "$port" ] || { say "nginx did not start:"; cat "$work/logs/"*.log >&2; exit 1; }
-nginx_url="http://127.0.0.1:$port"
-say "nginx on $nginx_url (pid $nginx_pid)"
+start_nginx "$work"
 
 TOKEN=bench-token
 # start_server: a fresh byteclub-server (new data directory, port 0); sets server_pid and bc_url.
@@ -191,7 +131,7 @@ for mib in $SIZES_MIB; do
     done
   done
   echo "$(rss_kib) $(hwm_kib)" >"$work/measure/after-$mib"
-  stop "$server_pid"
+  stop_pid "$server_pid"
   server_pid=""
   rm -f "$src" "$work/out/big.bin" "$work/www/upload/"*
   rm -rf "$work/bc"

@@ -30,7 +30,7 @@ say() { printf '%s\n' "$*" >&2; }
 if ! command -v nginx >/dev/null 2>&1 || ! command -v curl >/dev/null 2>&1 || [ ! -x /usr/bin/time ]; then
   scripts/install-deps
 fi
-NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)  # for its version in the table
 
 # Ferry in release.
 scratch=${FERRY_SCRATCH:-.build-cli-release}
@@ -44,11 +44,9 @@ FERRY="$(swift build -c release --product ferry --scratch-path "$scratch" --stat
 base=${BENCH_TMP:-/var/tmp}
 work=$(mktemp -d "$base/ferry-bench.XXXXXX")
 nginx_pid=""
+. "$here/Benchmarks/nginx.sh"
 cleanup() {
-  if [ -n "$nginx_pid" ] && kill -0 "$nginx_pid" 2>/dev/null; then
-    kill "$nginx_pid" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$nginx_pid" 2>/dev/null || break; sleep 0.1; done
-  fi
+  stop_pid "$nginx_pid"
   if [ "${KEEP:-0}" = 1 ]; then say "kept $work"; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
@@ -63,57 +61,8 @@ head -c $((SMALL_COUNT * SMALL_KIB * 1024)) /dev/urandom |
 big_bytes=$((BIG_MIB << 20))
 small_bytes=$((SMALL_COUNT * SMALL_KIB * 1024))
 
-# nginx on 127.0.0.1, a few ports tried in case one is taken.
-user_line=""
-[ "$(id -u)" -eq 0 ] && user_line="user root root;"
-port=""
-for _ in 1 2 3 4 5; do
-  try=$((20000 + RANDOM % 30000))
-  cat >"$work/nginx.conf" <<CONF
-$user_line
-worker_processes 2;
-daemon off;
-pid $work/nginx.pid;
-error_log $work/logs/error.log warn;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    sendfile on;
-    tcp_nopush on;
-    keepalive_requests 100000;
-    client_max_body_size 0;
-    client_body_temp_path $work/temp/body;
-    proxy_temp_path $work/temp/proxy;
-    fastcgi_temp_path $work/temp/fastcgi;
-    uwsgi_temp_path $work/temp/uwsgi;
-    scgi_temp_path $work/temp/scgi;
-    default_type application/octet-stream;
-    server {
-        listen 127.0.0.1:$try;
-        root $work/www;
-        location /upload/ {
-            dav_methods PUT DELETE;
-            create_full_put_path on;
-            client_body_buffer_size 1m;
-        }
-    }
-}
-CONF
-  "$NGINX" -p "$work/" -c "$work/nginx.conf" -e "$work/logs/error.log" >"$work/logs/stderr.log" 2>&1 &
-  nginx_pid=$!
-  for _ in $(seq 100); do
-    if curl -s -o /dev/null "http://127.0.0.1:$try/small/f00000"; then port=$try; break; fi
-    kill -0 "$nginx_pid" 2>/dev/null || break
-    sleep 0.05
-  done
-  [ -n "$port" ] && break
-  kill "$nginx_pid" 2>/dev/null || true
-  wait "$nginx_pid" 2>/dev/null || true
-  nginx_pid=""
-done
-[ -n "$port" ] || { say "nginx did not start:"; cat "$work/logs/"*.log >&2; exit 1; }
-url="http://127.0.0.1:$port"
-say "nginx on $url (pid $nginx_pid)"
+start_nginx "$work"
+url=$nginx_url
 
 # Lists for the many-small-files case.
 : >"$work/curl-small.cfg"
