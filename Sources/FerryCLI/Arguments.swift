@@ -52,9 +52,11 @@ enum Check {
 
     /// The file name a URL suggests: its last path component, or `index.html`.
     static func defaultFileName(for url: URL) -> String {
-        let last = url.lastPathComponent
-        if last.isEmpty || last == "/" || last == "." || last == ".." { return "index.html" }
-        return last
+        // Decoded, but never a path: `..%2F..%2Fetc%2Fpasswd` decodes to `../../etc/passwd`,
+        // so a "/" (or NUL) from the URL becomes "_" and the file stays where it was asked.
+        let decoded = url.lastPathComponent
+        if decoded.isEmpty || decoded == "/" || decoded == "." || decoded == ".." { return "index.html" }
+        return String(decoded.map { $0 == "/" || $0 == "\0" ? "_" : $0 })
     }
 }
 

@@ -263,4 +263,28 @@ import Glibc
         #expect(server.requests.count == 3, "nothing asked for the file already there")
         try await server.shutdown()
     }
+
+    /// A name decoded from the URL never leaves the folder: `%2F` in the last segment is
+    /// saved as `_`, with `get URL` and with `--many`.
+    @Test func anEncodedSlashInTheNameStaysInTheFolder() async throws {
+        let nginx = try await NginxServer.start()
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        try FileManager.default.createDirectory(at: nginx.root.appendingPathComponent("sub"), withIntermediateDirectories: true)
+        try Data(TestContent.bytes(count: 5000, seed: 8)).write(to: nginx.root.appendingPathComponent("sub/name.bin"))
+        let url = nginx.baseURL + "/sub%2Fname.bin"  // nginx decodes it to /sub/name.bin
+        try url.write(toFile: scratch.path("list.txt"), atomically: true, encoding: .utf8)
+        try FileManager.default.createDirectory(atPath: scratch.path("out/sub"), withIntermediateDirectories: true)
+
+        let many = try await FerryBinary.run(["get", "--many", scratch.path("list.txt"), "--dir", scratch.path("out"), "--quiet"], in: scratch.url)
+        #expect(many.status == 0, "\(many.stderr)")
+        #expect(try sha256Hex(ofFile: scratch.path("out/sub_name.bin")) == TestContent.sha256Hex(count: 5000, seed: 8))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path("out/sub")).isEmpty)
+
+        let single = try await FerryBinary.run(["get", url, "--quiet"], in: scratch.url)
+        #expect(single.status == 0, "\(single.stderr)")
+        #expect(FileManager.default.fileExists(atPath: scratch.path("sub_name.bin")))
+        #expect(!FileManager.default.fileExists(atPath: scratch.path("sub/name.bin")))
+        try await nginx.stop()
+    }
 }
