@@ -99,6 +99,26 @@ struct BackgroundCommandTests {
         }
     }
 
+    @Test("download --wait without -o names the file from the URL, never a path: %2F becomes _")
+    func downloadWaitDefaultNameStaysHere() async throws {
+        try await withFerry { ferry, _ in
+            let nginx = try await NginxServer.start()
+            do {
+                try FileManager.default.createDirectory(at: nginx.root.appendingPathComponent("sub"), withIntermediateDirectories: true)
+                try Data(TestContent.bytes(count: 4000, seed: 9)).write(to: nginx.root.appendingPathComponent("sub/name.bin"))
+                try FileManager.default.createDirectory(atPath: ferry.scratch.path("sub"), withIntermediateDirectories: true)
+                let run = try await ferry.run(["download", nginx.baseURL + "/sub%2Fname.bin", "--wait"])
+                #expect(run.status == 0, "\(run.stderr)")
+                #expect(try sha256Hex(ofFile: ferry.scratch.path("sub_name.bin")) == TestContent.sha256Hex(count: 4000, seed: 9))
+                #expect(try FileManager.default.contentsOfDirectory(atPath: ferry.scratch.path("sub")).isEmpty)
+                try await nginx.stop()
+            } catch {
+                try? await nginx.stop()
+                throw error
+            }
+        }
+    }
+
     @Test("download --wait of a 404 exits 22 and leaves no file")
     func downloadWaitHTTPError() async throws {
         try await withFerry { ferry, server in

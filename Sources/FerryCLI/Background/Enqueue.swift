@@ -214,13 +214,12 @@ struct Download: AsyncParsableCommand {
     func run() async throws {
         do {
             let source = try Check.url(url)
-            let name = source.lastPathComponent.isEmpty || source.lastPathComponent == "/" ? "index.html" : source.lastPathComponent
+            let name = Check.defaultFileName(for: source)  // never a path, even from %2F
             // ferryd writes only inside the session's container; the file is moved out with --wait.
             // Not in ferryd's own downloads/ folder, whose files it deletes once handed over:
             // without --wait nobody moves this one, and it stays where we said it would be.
             let container = try DaemonAccess.paths().sessionFiles(options.session)
-            let safeName = name.replacingOccurrences(of: "/", with: "_")
-            let destination = container.appendingPathComponent("cli-downloads/\(UUID().uuidString.prefix(8))-\(safeName)").path
+            let destination = container.appendingPathComponent("cli-downloads/\(UUID().uuidString.prefix(8))-\(name)").path
             let request = TaskRequest(url: source, method: "GET", headers: try Enqueue.headers(enqueue.header))
             let submission = TaskSubmission(
                 sessionIdentifier: options.session, kind: .download, request: request, destination: destination,
