@@ -169,14 +169,27 @@ struct GetMany {
             throw CLIFailure(exitStatus: ExitStatus.cannotRead, code: "cannotReadFile", message: "cannot read the list \(list)")
         }
         var urls: [URL] = []
-        for (number, raw) in text.split(whereSeparator: \.isNewline).enumerated() {
+        // Two URLs saved under one name: the second would replace the first (the same URL
+        // twice is fetched once).
+        var lineOfName: [String: (line: Int, url: URL)] = [:]
+        for (number, raw) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
             let line = Self.trimmed(raw)
             if line.isEmpty || line.hasPrefix("#") { continue }
+            let url: URL
             do {
-                urls.append(try Check.url(line))
+                url = try Check.url(line)
             } catch {
                 throw CLIFailure(exitStatus: ExitStatus.usage, code: "badURL", message: "\(list):\(number + 1): \(error)")
             }
+            let name = Check.defaultFileName(for: url)
+            if let first = lineOfName[name] {
+                if first.url == url { continue }
+                throw CLIFailure(
+                    exitStatus: ExitStatus.usage, code: "badURL",
+                    message: "\(list):\(first.line + 1) and \(list):\(number + 1) would both be saved as \(name); give them separate lists or folders")
+            }
+            lineOfName[name] = (number, url)
+            urls.append(url)
         }
         return urls
     }

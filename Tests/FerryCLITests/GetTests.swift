@@ -287,4 +287,27 @@ import Glibc
         #expect(!FileManager.default.fileExists(atPath: scratch.path("sub/name.bin")))
         try await nginx.stop()
     }
+
+    /// A list is checked before anything is fetched: a bad URL and two URLs that would be saved
+    /// under one name are named by their line (blank and comment lines counted).
+    @Test func aListIsCheckedLineByLine() async throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        try "http://127.0.0.1:9/a/f\n\n# comment\nftp://x/y\n".write(toFile: scratch.path("bad.txt"), atomically: true, encoding: .utf8)
+        let bad = try await FerryBinary.run(["get", "--many", scratch.path("bad.txt"), "--dir", scratch.path("out")], in: scratch.url)
+        #expect(bad.status == 2, "\(bad.stderr)")
+        #expect(bad.stderr.contains("bad.txt:4:"), "\(bad.stderr)")
+        try "http://127.0.0.1:9/a/f\n\nhttp://127.0.0.1:9/b/f\n".write(toFile: scratch.path("same.txt"), atomically: true, encoding: .utf8)
+        let same = try await FerryBinary.run(["get", "--many", scratch.path("same.txt"), "--dir", scratch.path("out")], in: scratch.url)
+        #expect(same.status == 2, "\(same.stderr)")
+        #expect(same.stderr.contains("same.txt:1 and") && same.stderr.contains("same.txt:3 would both be saved as f"), "\(same.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: scratch.path("out")), "nothing was fetched or created")
+
+        let server = try await TestHTTPServer.start()
+        try "\(server.baseURL)/bytes/10\n\(server.baseURL)/bytes/10\n".write(toFile: scratch.path("twice.txt"), atomically: true, encoding: .utf8)
+        let twice = try await FerryBinary.run(["get", "--many", scratch.path("twice.txt"), "--dir", scratch.path("out"), "--json"], in: scratch.url)
+        #expect(twice.status == 0 && twice.json?["files"] as? Int == 1, "the same URL twice is fetched once: \(twice.stderr)")
+        #expect(server.requests.count == 1)
+        try await server.shutdown()
+    }
 }
