@@ -36,7 +36,7 @@ struct Get: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Fail (exit 65) unless the file has this SHA-256; a mismatching file is emptied.", valueName: "hex"))
     var sha256: String?
 
-    @Option(help: ArgumentHelp("Download every URL listed in this file (one a line).", valueName: "list"))
+    @Option(help: ArgumentHelp("Download every URL listed in this file (one a line; - reads standard input).", valueName: "list"))
     var many: String?
 
     @Option(help: ArgumentHelp("With --many: the folder to write into.", valueName: "dir"))
@@ -59,7 +59,7 @@ struct Get: AsyncParsableCommand {
             guard output == nil, !resume, sha256 == nil else {
                 throw ValidationError("-o, --continue and --sha256 apply to a single URL, not to --many")
             }
-            guard FileManager.default.isReadableFile(atPath: many) else { throw ValidationError("cannot read the list '\(many)'") }
+            guard many == "-" || FileManager.default.isReadableFile(atPath: many) else { throw ValidationError("cannot read the list '\(many)'") }
             guard (1...64).contains(connections) else { throw ValidationError("--connections must be between 1 and 64") }
             return
         }

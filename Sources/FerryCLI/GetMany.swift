@@ -164,9 +164,15 @@ struct GetMany {
         return String(line[first...last])
     }
 
+    /// How messages name the list.
+    private var listName: String { list == "-" ? "standard input" : list }
+
     private func readList() throws -> [URL] {
-        guard let text = try? String(contentsOfFile: list, encoding: .utf8) else {
-            throw CLIFailure(exitStatus: ExitStatus.cannotRead, code: "cannotReadFile", message: "cannot read the list \(list)")
+        let contents = list == "-"
+            ? String(data: FileHandle.standardInput.readDataToEndOfFile(), encoding: .utf8)
+            : try? String(contentsOfFile: list, encoding: .utf8)
+        guard let text = contents else {
+            throw CLIFailure(exitStatus: ExitStatus.cannotRead, code: "cannotReadFile", message: "cannot read the list \(listName)")
         }
         var urls: [URL] = []
         // Two URLs saved under one name: the second would replace the first (the same URL
@@ -179,14 +185,14 @@ struct GetMany {
             do {
                 url = try Check.url(line)
             } catch {
-                throw CLIFailure(exitStatus: ExitStatus.usage, code: "badURL", message: "\(list):\(number + 1): \(error)")
+                throw CLIFailure(exitStatus: ExitStatus.usage, code: "badURL", message: "\(listName):\(number + 1): \(error)")
             }
             let name = Check.defaultFileName(for: url)
             if let first = lineOfName[name] {
                 if first.url == url { continue }
                 throw CLIFailure(
                     exitStatus: ExitStatus.usage, code: "badURL",
-                    message: "\(list):\(first.line + 1) and \(list):\(number + 1) would both be saved as \(name); give them separate lists or folders")
+                    message: "\(listName):\(first.line + 1) and \(listName):\(number + 1) would both be saved as \(name); give them separate lists or folders")
             }
             lineOfName[name] = (number, url)
             urls.append(url)

@@ -310,4 +310,20 @@ import Glibc
         #expect(server.requests.count == 1)
         try await server.shutdown()
     }
+
+    /// `--many -` reads the list from standard input, as in `find … | ferry get --many -`.
+    @Test func aListFromStandardInput() async throws {
+        let server = try await TestHTTPServer.start()
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let binary = try #require(FerryBinary.binary)
+        let lines = "\(server.baseURL)/bytes/100?seed=1\\n\(server.baseURL)/bytes/200?seed=2\\n"
+        let started = try FerryBinary.start(
+            ["-c", "printf '\(lines)' | exec \"$0\" get --many - --dir out --json", binary], in: scratch.url, executable: "/bin/sh")
+        let run = try await FerryBinary.wait(started, timeout: 30)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.json?["files"] as? Int == 2)
+        #expect(try sha256Hex(ofFile: scratch.path("out/200")) == TestContent.sha256Hex(count: 200, seed: 2))
+        try await server.shutdown()
+    }
 }
