@@ -39,6 +39,7 @@ struct GetMany {
             throw CLIFailure(exitStatus: ExitStatus.cannotWrite, code: "cannotWriteToFile", message: "cannot create \(dir)").report(url: nil, json: options.json)
         }
 
+        IncomingFolder.removeStale(in: folder)
         var skipped = 0
         if skipExisting {
             let before = urls.count
@@ -104,9 +105,15 @@ struct GetMany {
         configuration.timeoutIntervalForRequest = options.timeout
         if let maxTime = options.maxTime { configuration.timeoutIntervalForResource = maxTime }
         configuration.retryPolicy = options.retryPolicy
-        configuration.downloadDirectory = folder  // same file system: the final move is a rename
+        // Partial files in a hidden folder of this run's, on DIR's file system (the final move
+        // is a rename); removed at the end, and by a later run if this one is killed.
+        let partials = IncomingFolder(in: folder)
+        configuration.downloadDirectory = partials.url
         let session = Session(configuration: configuration)
-        defer { session.finishTasksAndInvalidate() }
+        defer {
+            session.finishTasksAndInvalidate()
+            partials.remove()
+        }
 
         let window = connections * 4
         var failures: [(URL, CLIFailure)] = []
@@ -199,6 +206,28 @@ struct GetMany {
         }
         return urls
     }
+}
+
+/// `DIR/.ferry-partial-<pid>`: where a session's downloads are written until whole. A folder
+/// left by a run that was killed (its process is gone) is removed by the next run into DIR.
+struct IncomingFolder {
+    let url: URL
+
+    init(in folder: URL) {
+        url = folder.appendingPathComponent(".ferry-partial-\(getpid())", isDirectory: true)
+        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+    }
+
+    /// Removes the folders of runs whose process no longer exists.
+    static func removeStale(in folder: URL) {
+        let fm = FileManager.default
+        for name in (try? fm.contentsOfDirectory(atPath: folder.path)) ?? [] where name.hasPrefix(".ferry-partial-") {
+            guard let pid = pid_t(name.dropFirst(".ferry-partial-".count)), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }
+            try? fm.removeItem(at: folder.appendingPathComponent(name))
+        }
+    }
+
+    func remove() { try? FileManager.default.removeItem(at: url) }
 }
 
 /// Files finished so far, counted from the batch's event loop and the session's tasks.

@@ -326,4 +326,32 @@ import Glibc
         #expect(try sha256Hex(ofFile: scratch.path("out/200")) == TestContent.sha256Hex(count: 200, seed: 2))
         try await server.shutdown()
     }
+
+    /// A URL that goes through the session (here: a redirect) writes into `.ferry-partial-<pid>`
+    /// until whole; killed mid-body, that folder is all that is left, and the next run removes it.
+    @Test func aKilledSessionDownloadIsClearedByTheNextRun() async throws {
+        let server = try await TestHTTPServer.start()
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let stalled = "\(server.baseURL)/redirect/1?to=/bytes/100000%3FstallAfter%3D20000%26stallSeconds%3D30"
+        try stalled.write(toFile: scratch.path("list.txt"), atomically: true, encoding: .utf8)
+        let started = try FerryBinary.start(["get", "--many", scratch.path("list.txt"), "--dir", scratch.path("out"), "--quiet"], in: scratch.url)
+        var asked = false
+        for _ in 0..<250 where !asked {  // ≤ 5 s for the redirected request to arrive
+            asked = server.requests.contains { $0.uri.hasPrefix("/bytes/100000") }
+            if !asked { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        #expect(asked)
+        try await Task.sleep(for: .milliseconds(300))
+        kill(started.0.processIdentifier, SIGKILL)
+        _ = try await FerryBinary.wait(started, timeout: 10)
+        let left = try FileManager.default.contentsOfDirectory(atPath: scratch.path("out"))
+        #expect(left == [".ferry-partial-\(started.0.processIdentifier)"], "\(left)")
+
+        try "\(server.baseURL)/bytes/10\n".write(toFile: scratch.path("list.txt"), atomically: true, encoding: .utf8)
+        let next = try await FerryBinary.run(["get", "--many", scratch.path("list.txt"), "--dir", scratch.path("out"), "--quiet"], in: scratch.url)
+        #expect(next.status == 0, "\(next.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path("out")) == ["10"])
+        try await server.shutdown()
+    }
 }
