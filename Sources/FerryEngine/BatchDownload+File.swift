@@ -13,7 +13,12 @@ import Musl
 /// behind. Where the file system has no unnamed files, a hidden `.<name>.ferry-<random>` is
 /// written and renamed instead. Mode 0666 less the umask, as curl and shells create files.
 final class IncomingFile {
+    /// How the finished file gets its name: `automatic` takes the best this system allows;
+    /// the others force a fallback (the tests run each, since this machine needs none).
+    enum Naming { case automatic, throughProc, byCopy, renamed }
+
     let destination: String
+    private let naming: Naming
     private var fd: Int32
     /// Set when the file was created with a name (no `O_TMPFILE` here).
     private var temporaryPath: String?
@@ -26,11 +31,12 @@ final class IncomingFile {
     /// `__O_TMPFILE | O_DIRECTORY`; Glibc's macro is not imported into Swift.
     private static let unnamedFileFlag: Int32 = 0o20000000 | O_DIRECTORY
 
-    init(destination: String) throws {
+    init(destination: String, naming: Naming = .automatic) throws {
         self.destination = destination
+        self.naming = naming
         let folder = Self.folder(of: destination)
-        fd = open(folder, Self.unnamedFileFlag | O_RDWR | O_CLOEXEC, 0o666)
-        if fd < 0, errno == EISDIR || errno == EOPNOTSUPP || errno == EINVAL {
+        fd = naming == .renamed ? -1 : open(folder, Self.unnamedFileFlag | O_RDWR | O_CLOEXEC, 0o666)
+        if naming == .renamed || (fd < 0 && (errno == EISDIR || errno == EOPNOTSUPP || errno == EINVAL)) {
             let path = Self.temporaryName(for: destination)
             fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o666)
             if fd >= 0 { temporaryPath = path }
@@ -54,20 +60,22 @@ final class IncomingFile {
         }
         // Linux 6.10 and later link an unnamed file we opened by its descriptor; older kernels
         // want CAP_DAC_READ_SEARCH for that, and the /proc path (a few µs more) works for all.
-        if Self.linksByDescriptor.load(ordering: .relaxed) {
+        if naming == .automatic, Self.linksByDescriptor.load(ordering: .relaxed) {
             if linkat(fd, "", AT_FDCWD, destination, Self.emptyPath) == 0 { return }
             if errno == ENOENT || errno == EPERM { Self.linksByDescriptor.store(false, ordering: .relaxed) }
         }
-        let handle = "/proc/self/fd/\(fd)"
-        if linkat(AT_FDCWD, handle, AT_FDCWD, destination, AT_SYMLINK_FOLLOW) == 0 { return }
-        let code = errno
-        // Replacing needs a name to rename from; no /proc means copying into a named file.
         let path = Self.temporaryName(for: destination)
-        if code == EEXIST, linkat(AT_FDCWD, handle, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0 {
-            try Self.rename(path, to: destination)
-            return
+        if naming != .byCopy {
+            let handle = "/proc/self/fd/\(fd)"
+            if linkat(AT_FDCWD, handle, AT_FDCWD, destination, AT_SYMLINK_FOLLOW) == 0 { return }
+            let code = errno
+            // Replacing needs a name to rename from; no /proc means copying into a named file.
+            if code == EEXIST, linkat(AT_FDCWD, handle, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0 {
+                try Self.rename(path, to: destination)
+                return
+            }
+            guard code == EEXIST || code == ENOENT else { throw Self.failure("cannot name \(destination)", destination, code) }
         }
-        guard code == EEXIST || code == ENOENT else { throw Self.failure("cannot name \(destination)", destination, code) }
         try copy(to: path)
         try Self.rename(path, to: destination)
     }
