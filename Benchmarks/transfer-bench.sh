@@ -12,6 +12,8 @@
 #
 # Usage: Benchmarks/transfer-bench.sh            (1 GiB, 1,000 × 16 KiB, 5 runs)
 #        BIG_MIB=256 SMALL_COUNT=200 RUNS=1 Benchmarks/transfer-bench.sh   (a quick look)
+# On ext4, creating files is slow for a few minutes after many were deleted (a previous run's
+# work dir): both clients' small-file times then move by 2–3×. Wait ~5 minutes between runs.
 # Environment: BENCH_TMP (where the work dir goes; default /var/tmp, a disk, not tmpfs),
 #              FERRY_SCRATCH (SwiftPM scratch path for the release build), KEEP=1 keeps the work dir.
 set -euo pipefail
