@@ -108,24 +108,23 @@ public final class DraftV8UploadServer: Sendable {
         public var reason: String
     }
 
-    typealias Connection = NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>
+    typealias Connection = LoopbackHTTPListener.Connection
 
     let options: Options
     let directory: URL
     let state = Mutex(State())
-    private let serverChannel: NIOAsyncChannel<Connection, Never>
-    private let acceptTask: Mutex<Task<Void, Never>?> = Mutex(nil)
+    private let listener: LoopbackHTTPListener
 
     /// The TCP port the server listens on.
     public let port: Int
     /// `http://127.0.0.1:PORT`, with no trailing slash.
     public var baseURL: String { "http://127.0.0.1:\(port)" }
 
-    private init(options: Options, directory: URL, serverChannel: NIOAsyncChannel<Connection, Never>, port: Int) {
+    private init(options: Options, directory: URL, listener: LoopbackHTTPListener) {
         self.options = options
         self.directory = directory
-        self.serverChannel = serverChannel
-        self.port = port
+        self.listener = listener
+        self.port = listener.port
     }
 
     /// Starts the server on `127.0.0.1`, port chosen by the system, files in a fresh temporary directory.
@@ -135,33 +134,14 @@ public final class DraftV8UploadServer: Sendable {
     /// ```
     public static func start(options: Options = Options()) async throws -> DraftV8UploadServer {
         let directory = try TestFiles.makeTemporaryDirectory()
-        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .serverChannelOption(.backlog, value: 256)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-            .bind(host: "127.0.0.1", port: 0) { child in
-                child.eventLoop.makeCompletedFuture {
-                    try child.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                    return try Connection(wrappingChannelSynchronously: child)
-                }
-            }
-        guard let bound = channel.channel.localAddress?.port else {
-            throw TestServerError("the listening socket has no port")
-        }
-        let server = DraftV8UploadServer(options: options, directory: directory, serverChannel: channel, port: bound)
-        let task = Task { await server.acceptLoop() }
-        server.acceptTask.withLock { $0 = task }
+        let server = DraftV8UploadServer(options: options, directory: directory, listener: try await LoopbackHTTPListener.bind())
+        server.listener.startAccepting { connection, number in try await server.serve(connection, number: number) }
         return server
     }
 
     /// Stops listening, closes open connections, waits for their handlers, removes the files.
     public func shutdown() async throws {
-        let open = state.withLock { Array($0.channels.values) }
-        serverChannel.channel.close(promise: nil)
-        for channel in open { channel.close(promise: nil) }
-        let task = acceptTask.withLock { t -> Task<Void, Never>? in defer { t = nil }; return t }
-        task?.cancel()
-        await task?.value
+        await listener.shutdown()
         state.withLock { s in
             for token in Array(s.uploads.keys) { s.discard(token) }
             s.completed = [:]
@@ -209,35 +189,9 @@ public final class DraftV8UploadServer: Sendable {
     /// Every response head sent, `104`s included, in order.
     public var responses: [RecordedResponse] { state.withLock { $0.responses } }
     /// Connections accepted since start.
-    public var totalConnections: Int { state.withLock { $0.total } }
+    public var totalConnections: Int { listener.counts.total }
 
     // MARK: Connections
-
-    private func acceptLoop() async {
-        do {
-            try await serverChannel.executeThenClose { inbound in
-                try await withThrowingDiscardingTaskGroup { group in
-                    for try await connection in inbound {
-                        let number = state.withLock { s in
-                            s.total += 1
-                            s.channels[ObjectIdentifier(connection.channel)] = connection.channel
-                            return s.total
-                        }
-                        group.addTask {
-                            do {
-                                try await self.serve(connection, number: number)
-                            } catch {
-                                connection.channel.close(promise: nil)
-                            }
-                            _ = self.state.withLock { $0.channels.removeValue(forKey: ObjectIdentifier(connection.channel)) }
-                        }
-                    }
-                }
-            }
-        } catch {
-            // The listener was closed or the task cancelled: nothing more to accept.
-        }
-    }
 
     /// Serves requests on one connection until it closes, a fault cuts it, or a request asks to.
     private func serve(_ connection: Connection, number: Int) async throws {
@@ -293,8 +247,6 @@ extension DraftV8UploadServer {
         var staleBy = 0
         var unavailableHeads = 0
         var nextFile = 0
-        var total = 0
-        var channels: [ObjectIdentifier: any Channel] = [:]
 
         /// Closes and removes an upload's file and forgets it; a request appending to it is cut.
         mutating func discard(_ token: String) {

@@ -21,22 +21,17 @@ import Synchronization
 /// ```
 public final class TestHTTPServer: Sendable {
     struct State {
-        var current = 0
-        var maxConcurrent = 0
-        var total = 0
         var requests: [RecordedRequest] = []
         var flaky: [String: Int] = [:]
         var versions: [String: UInt64] = [:]
-        var channels: [ObjectIdentifier: any Channel] = [:]
         var digests: [String: [UInt8]] = [:]
         var nextID = 0
     }
 
-    typealias Connection = NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>
+    typealias Connection = LoopbackHTTPListener.Connection
 
     let state = Mutex(State())
-    let serverChannel: NIOAsyncChannel<Connection, Never>
-    private let acceptTask: Mutex<Task<Void, Never>?> = Mutex(nil)
+    private let listener: LoopbackHTTPListener
 
     /// The TCP port the server listens on.
     public let port: Int
@@ -44,9 +39,9 @@ public final class TestHTTPServer: Sendable {
     /// `http://127.0.0.1:PORT`, with no trailing slash.
     public var baseURL: String { "http://127.0.0.1:\(port)" }
 
-    private init(serverChannel: NIOAsyncChannel<Connection, Never>, port: Int) {
-        self.serverChannel = serverChannel
-        self.port = port
+    private init(listener: LoopbackHTTPListener) {
+        self.listener = listener
+        self.port = listener.port
     }
 
     /// Starts a server on `127.0.0.1`; `port` 0 lets the system choose.
@@ -56,43 +51,24 @@ public final class TestHTTPServer: Sendable {
     /// print(server.baseURL) // http://127.0.0.1:40123
     /// ```
     public static func start(port: Int = 0) async throws -> TestHTTPServer {
-        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .serverChannelOption(.backlog, value: 256)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-            .bind(host: "127.0.0.1", port: port) { child in
-                child.eventLoop.makeCompletedFuture {
-                    try child.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                    return try Connection(wrappingChannelSynchronously: child)
-                }
-            }
-        guard let bound = channel.channel.localAddress?.port else {
-            throw TestServerError("the listening socket has no port")
-        }
-        let server = TestHTTPServer(serverChannel: channel, port: bound)
-        let task = Task { await server.acceptLoop() }
-        server.acceptTask.withLock { $0 = task }
+        let server = TestHTTPServer(listener: try await LoopbackHTTPListener.bind(port: port))
+        server.listener.startAccepting { connection, number in try await server.serve(connection, number: number) }
         return server
     }
 
     /// Stops listening, closes every open connection and waits for their handlers to end.
     public func shutdown() async throws {
-        let open = state.withLock { Array($0.channels.values) }
-        serverChannel.channel.close(promise: nil)
-        for channel in open { channel.close(promise: nil) }
-        let task = acceptTask.withLock { t -> Task<Void, Never>? in defer { t = nil }; return t }
-        task?.cancel()
-        await task?.value
+        await listener.shutdown()
     }
 
     // MARK: Statistics
 
     /// The largest number of connections that were open at the same time.
-    public var maxConcurrentConnections: Int { state.withLock { $0.maxConcurrent } }
+    public var maxConcurrentConnections: Int { listener.counts.maxConcurrent }
     /// Connections accepted since start or the last `resetStatistics()`.
-    public var totalConnections: Int { state.withLock { $0.total } }
+    public var totalConnections: Int { listener.counts.total }
     /// Connections open now.
-    public var currentConnections: Int { state.withLock { $0.current } }
+    public var currentConnections: Int { listener.counts.current }
     /// Every request received since start or the last `resetStatistics()`, in arrival order.
     public var requests: [RecordedRequest] { state.withLock { $0.requests } }
 
@@ -101,10 +77,9 @@ public final class TestHTTPServer: Sendable {
     public func resetStatistics() {
         state.withLock {
             $0.requests = []
-            $0.total = 0
-            $0.maxConcurrent = $0.current
             $0.flaky = [:]
         }
+        listener.resetCounts()
     }
 
     /// Sets the version that `/bytes/<n>?versionKey=KEY` serves (0 until set), to change a
@@ -128,46 +103,6 @@ public final class TestHTTPServer: Sendable {
         state.withLock {
             $0.flaky[key, default: 0] += 1
             return $0.flaky[key]!
-        }
-    }
-
-    // MARK: Connections
-
-    private func acceptLoop() async {
-        do {
-            try await serverChannel.executeThenClose { inbound in
-                try await withThrowingDiscardingTaskGroup { group in
-                    for try await connection in inbound {
-                        let number = self.opened(connection.channel)
-                        group.addTask {
-                            do {
-                                try await self.serve(connection, number: number)
-                            } catch {
-                                connection.channel.close(promise: nil)
-                            }
-                            self.closed(connection.channel)
-                        }
-                    }
-                }
-            }
-        } catch {
-            // The listener was closed or the task cancelled: nothing more to accept.
-        }
-    }
-
-    private func opened(_ channel: any Channel) -> Int {
-        state.withLock {
-            $0.current += 1
-            $0.total += 1
-            $0.maxConcurrent = max($0.maxConcurrent, $0.current)
-            $0.channels[ObjectIdentifier(channel)] = channel
-            return $0.total
-        }
-    }
-
-    private func closed(_ channel: any Channel) {
-        state.withLock {
-            if $0.channels.removeValue(forKey: ObjectIdentifier(channel)) != nil { $0.current -= 1 }
         }
     }
 

@@ -1,0 +1,115 @@
+// The listening half the project's HTTP/1.1 test servers share.
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Synchronization
+
+/// HTTP/1.1 on `127.0.0.1`: each accepted connection is handed to the server's `serve` with
+/// its 1-based number; open connections are counted and tracked, and `shutdown()` closes the
+/// listener and every connection, then waits for the handlers to end.
+///
+/// ```swift
+/// let listener = try await LoopbackHTTPListener.bind()
+/// listener.startAccepting { connection, number in try await server.serve(connection, number: number) }
+/// ```
+final class LoopbackHTTPListener: Sendable {
+    typealias Connection = NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>
+
+    struct Counts {
+        var current = 0
+        var total = 0
+        var maxConcurrent = 0
+    }
+
+    let port: Int
+    private let serverChannel: NIOAsyncChannel<Connection, Never>
+    private let state = Mutex<(counts: Counts, channels: [ObjectIdentifier: any Channel])>((Counts(), [:]))
+    private let acceptTask: Mutex<Task<Void, Never>?> = Mutex(nil)
+
+    private init(serverChannel: NIOAsyncChannel<Connection, Never>, port: Int) {
+        self.serverChannel = serverChannel
+        self.port = port
+    }
+
+    /// Listens (`port` 0: the system chooses); nothing is accepted before `startAccepting`.
+    static func bind(port: Int = 0) async throws -> LoopbackHTTPListener {
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.backlog, value: 256)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .bind(host: "127.0.0.1", port: port) { child in
+                child.eventLoop.makeCompletedFuture {
+                    try child.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                    return try Connection(wrappingChannelSynchronously: child)
+                }
+            }
+        guard let bound = channel.channel.localAddress?.port else {
+            throw TestServerError("the listening socket has no port")
+        }
+        return LoopbackHTTPListener(serverChannel: channel, port: bound)
+    }
+
+    /// Serves each connection in a task of its own; a handler that throws closes its connection.
+    func startAccepting(_ serve: @escaping @Sendable (Connection, Int) async throws -> Void) {
+        let task = Task { await self.acceptLoop(serve) }
+        acceptTask.withLock { $0 = task }
+    }
+
+    var counts: Counts { state.withLock { $0.counts } }
+
+    /// Starts counting anew; connections open now still count as current (and as the maximum).
+    func resetCounts() {
+        state.withLock {
+            $0.counts.total = 0
+            $0.counts.maxConcurrent = $0.counts.current
+        }
+    }
+
+    /// Stops listening, closes every open connection and waits for their handlers to end.
+    func shutdown() async {
+        let open = state.withLock { Array($0.channels.values) }
+        serverChannel.channel.close(promise: nil)
+        for channel in open { channel.close(promise: nil) }
+        let task = acceptTask.withLock { t -> Task<Void, Never>? in defer { t = nil }; return t }
+        task?.cancel()
+        await task?.value
+    }
+
+    private func acceptLoop(_ serve: @escaping @Sendable (Connection, Int) async throws -> Void) async {
+        do {
+            try await serverChannel.executeThenClose { inbound in
+                try await withThrowingDiscardingTaskGroup { group in
+                    for try await connection in inbound {
+                        let number = self.opened(connection.channel)
+                        group.addTask {
+                            do {
+                                try await serve(connection, number)
+                            } catch {
+                                connection.channel.close(promise: nil)
+                            }
+                            self.closed(connection.channel)
+                        }
+                    }
+                }
+            }
+        } catch {
+            // The listener was closed or the task cancelled: nothing more to accept.
+        }
+    }
+
+    private func opened(_ channel: any Channel) -> Int {
+        state.withLock {
+            $0.counts.current += 1
+            $0.counts.total += 1
+            $0.counts.maxConcurrent = max($0.counts.maxConcurrent, $0.counts.current)
+            $0.channels[ObjectIdentifier(channel)] = channel
+            return $0.counts.total
+        }
+    }
+
+    private func closed(_ channel: any Channel) {
+        state.withLock {
+            if $0.channels.removeValue(forKey: ObjectIdentifier(channel)) != nil { $0.counts.current -= 1 }
+        }
+    }
+}
