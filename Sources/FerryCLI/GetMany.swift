@@ -23,12 +23,25 @@ struct GetMany {
         var bytes: Int64
         var seconds: Double
         var dir: String
+        /// Every download that failed, by its line in the list (the URL is shown redacted).
+        var failures: [Failed]
+    }
+
+    struct Failed: Encodable {
+        var line: Int
+        var url: String
+        var code: String
+        var status: Int?
+        var message: String
     }
 
     func run() async throws {
         var urls: [URL]
+        var lineOf: [URL: Int] = [:]
         do {
-            urls = try readList()
+            let entries = try readList()
+            urls = entries.map(\.url)
+            for entry in entries { lineOf[entry.url] = entry.line }
         } catch let failure as CLIFailure {
             throw failure.report(url: nil, json: options.json)
         }
@@ -87,8 +100,11 @@ struct GetMany {
             Console.error("ferry: \(Redact.url(url.absoluteString)): \(failure.message)")
         }
         if options.json {
+            let failed = failures.map { url, failure in
+                Failed(line: lineOf[url] ?? 0, url: Redact.url(url.absoluteString), code: failure.code, status: failure.status, message: failure.message)
+            }.sorted { $0.line < $1.line }
             JSONOutput.print(Summary(files: urls.count - failures.count, skipped: skipped, failed: failures.count, bytes: bytes,
-                                     seconds: ProgressBar.seconds(ContinuousClock.now - started), dir: folder.path))
+                                     seconds: ProgressBar.seconds(ContinuousClock.now - started), dir: folder.path, failures: failed))
         }
         if let first = failures.first {
             Console.error("ferry: \(failures.count) of \(urls.count) downloads failed")
@@ -174,14 +190,15 @@ struct GetMany {
     /// How messages name the list.
     private var listName: String { list == "-" ? "standard input" : list }
 
-    private func readList() throws -> [URL] {
+    /// The list's URLs with their line numbers (1-based).
+    private func readList() throws -> [(url: URL, line: Int)] {
         let contents = list == "-"
             ? String(data: FileHandle.standardInput.readDataToEndOfFile(), encoding: .utf8)
             : try? String(contentsOfFile: list, encoding: .utf8)
         guard let text = contents else {
             throw CLIFailure(exitStatus: ExitStatus.cannotRead, code: "cannotReadFile", message: "cannot read the list \(listName)")
         }
-        var urls: [URL] = []
+        var urls: [(url: URL, line: Int)] = []
         // Two URLs saved under one name: the second would replace the first (the same URL
         // twice is fetched once).
         var lineOfName: [String: (line: Int, url: URL)] = [:]
@@ -202,7 +219,7 @@ struct GetMany {
                     message: "\(listName):\(first.line + 1) and \(listName):\(number + 1) would both be saved as \(name); give them separate lists or folders")
             }
             lineOfName[name] = (number, url)
-            urls.append(url)
+            urls.append((url, number + 1))
         }
         return urls
     }

@@ -188,6 +188,8 @@ import Glibc
         #expect(run.json?["files"] as? Int == 2)
         #expect(run.json?["failed"] as? Int == 1)
         #expect(run.stderr.contains("404"), "\(run.stderr)")
+        let failed = try #require((run.json?["failures"] as? [[String: Any]])?.first)
+        #expect(failed["line"] as? Int == 3 && failed["code"] as? String == "httpError" && failed["status"] as? Int == 404, "\(failed)")
         #expect(try sha256Hex(ofFile: scratch.path("out/3000")) == TestContent.sha256Hex(count: 3000, seed: 1))
         #expect(try sha256Hex(ofFile: scratch.path("out/1")) == TestContent.sha256Hex(count: 700, seed: 2))
         #expect(!FileManager.default.fileExists(atPath: scratch.path("out/404")))
