@@ -72,6 +72,7 @@ struct GetMany {
         batch.idleTimeout = .seconds(options.timeout)
         batch.resourceTimeout = options.maxTime.map { .seconds($0) }
         batch.handsBackTimeouts = options.retryPolicy.maximumAttempts > 1
+        batch.retryPolicy = options.retryPolicy  // 429/503 are asked again in the batch, after Retry-After
         let finishedCount = Counter()
         let total = Int64(urls.count)
         let outcomes = self.batch
@@ -84,6 +85,7 @@ struct GetMany {
         for (item, outcome) in zip(items, outcomes) {
             switch outcome {
             case .saved(let size): bytes += size
+            case .answered(let status): failures.append((item.url, .http(status)))
             case .failed(let error): failures.append((item.url, CLIFailure(error)))
             case .handedBack: handedBack.append(item.url)
             }

@@ -20,6 +20,8 @@ final class BatchConnection: ChannelInboundHandler {
         var file: IncomingFile?
         /// Decided before the body ends (a status handed back, a write that failed).
         var outcome: BatchDownload.Outcome?
+        /// A retryable status: ask again after this long instead of ending the item.
+        var retryAfter: Duration?
         var expectations: [IntegrityCheck.Expectation] = []
         var digest = StreamingDigest(algorithms: [])
         var bytes: Int64 = 0
@@ -89,16 +91,29 @@ final class BatchConnection: ChannelInboundHandler {
         case .end:
             self.exchange = nil
             timer?.cancel()
-            batch.finish(exchange.index, complete(exchange))
+            if let delay = exchange.retryAfter {
+                batch.retry(exchange.index, key, after: delay)
+            } else {
+                batch.finish(exchange.index, complete(exchange))
+            }
             if keepAlive { sendNext(context) } else { context.close(promise: nil) }
         }
     }
 
-    /// A final response head: 2xx bodies go to a file, anything else back to the caller.
+    /// A final response head: a 2xx body goes to a file; a redirect (or a 206 nobody asked
+    /// for) back to the caller; a retryable status is asked again later; any other is the answer.
     private func begin(_ exchange: Exchange, _ head: HTTPResponseHead) {
         let status = Int(head.status.code)
-        guard (200..<300).contains(status), status != 206 else {
+        if (300..<400).contains(status) || status == 206 {
             exchange.outcome = .handedBack("the server answered \(status)")
+            return
+        }
+        guard (200..<300).contains(status) else {
+            if let delay = batch.retryDelay(exchange.index, status: status, retryAfter: head.headers.first(name: "Retry-After")) {
+                exchange.retryAfter = delay
+            } else {
+                exchange.outcome = .answered(status: status)
+            }
             return
         }
         do {

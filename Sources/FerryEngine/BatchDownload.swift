@@ -6,8 +6,8 @@ import NIOPosix
 import NIOSSL
 import Synchronization
 
-/// Many whole-file GET downloads over a few kept-alive HTTP/1.1 connections per host, all
-/// driven by one event loop: the shape of `curl --parallel`, for mirroring a list of files.
+/// Many whole-file GET downloads over a few kept-alive HTTP/1.1 connections per host, each
+/// connection driven by its event loop: the shape of `curl --parallel`, for mirroring a list.
 ///
 /// A `Session` gives each download its own task, delegate calls and retry bookkeeping, and
 /// every one of those crosses between SwiftNIO's event loops and Swift's thread pool. For a
@@ -17,11 +17,13 @@ import Synchronization
 /// only once it is whole and its digests match: a batch that is killed leaves no partial file.
 ///
 /// `http` and `https` (TLS with the system's trust store, HTTP/1.1 by ALPN). A batch does the
-/// plain case only and hands everything else back to the caller, who should give those items
-/// to a `Session` (which follows redirects, retries, speaks HTTP/2): a status other than 2xx, a
-/// connection that could not be made (TLS refused included) or that broke twice. Final failures are a digest that does not match (`Repr-Digest`,
-/// `Content-Digest`), a file that cannot be written, and a time-out when `handsBackTimeouts`
-/// is false.
+/// plain case; a redirect, a connection that could not be made (TLS refused included) or that
+/// broke twice is handed back to the caller, who should give those items to a `Session`
+/// (which follows redirects, reports the precise error, speaks HTTP/2). Any other status is
+/// the item's answer (as in `URLSession`, a status is a response, not an error), except those
+/// `retryPolicy` retries: asked again after `Retry-After` (or the policy's backoff). Final
+/// failures are a digest that does not match (`Repr-Digest`, `Content-Digest`), a file that
+/// cannot be written, and a time-out when `handsBackTimeouts` is false.
 ///
 /// ```swift
 /// let items = urls.map { BatchDownload.Item(url: $0, destination: "/srv/mirror/" + $0.lastPathComponent) }
@@ -47,6 +49,8 @@ public struct BatchDownload: Sendable {
     public enum Outcome: Sendable {
         /// The body is at the item's destination, `bytes` long.
         case saved(bytes: Int64)
+        /// The server's final answer was this status (not 2xx, not a redirect); nothing saved.
+        case answered(status: Int)
         /// A final failure: nothing was saved, and trying again elsewhere would not help.
         case failed(FerryError)
         /// Not done here, for the reason given; a `Session` should download the item.
@@ -65,6 +69,10 @@ public struct BatchDownload: Sendable {
     public var resourceTimeout: Duration? = nil
     /// Whether a request that timed out is handed back (the caller retries) or failed.
     public var handsBackTimeouts = false
+    /// Statuses asked again (`retryableStatuses`, e.g. 429 and 503) after `Retry-After` or the
+    /// policy's backoff, up to `maximumAttempts` requests per item; a `Retry-After` beyond
+    /// `maximumRetryAfter` ends the item with that status. `.none`: every status is the answer.
+    public var retryPolicy: RetryPolicy = .none
     /// PEM files of certificate authorities to trust besides the system's store (`https`).
     public var additionalTrustedCertificateFiles: [String] = []
     public var logger = Logger(label: "ferry.batch")
@@ -99,6 +107,8 @@ final class BatchRun: Sendable {
         var outcomes: [BatchDownload.Outcome?]
         /// Requests sent again for an item after a connection closed before any answer.
         var resends: [UInt8]
+        /// Requests an item got a retryable status for.
+        var statusAttempts: [UInt8]
         var remaining: Int
     }
 
@@ -121,7 +131,8 @@ final class BatchRun: Sendable {
         self.finished = group.next().makePromise()
         self.state = Mutex(State(plan: ConnectionPlan(perHost: settings.connectionsPerHost, total: settings.maximumConnections),
                                  outcomes: Array(repeating: nil, count: items.count),
-                                 resends: Array(repeating: 0, count: items.count), remaining: items.count))
+                                 resends: Array(repeating: 0, count: items.count),
+                                 statusAttempts: Array(repeating: 0, count: items.count), remaining: items.count))
         var headers = HTTPHeaders()
         for field in settings.headers { headers.add(name: field.name, value: field.value) }
         self.encodedHeaders = headers
@@ -178,6 +189,31 @@ final class BatchRun: Sendable {
             state.resends[index] += 1
             state.plan.requeue(index, key)
             return true
+        }
+    }
+
+    /// How long to wait before asking for the item again after `status`, or nil when the
+    /// status is its answer (not retryable, attempts used up, `Retry-After` too far away).
+    func retryDelay(_ index: Int, status: Int, retryAfter field: String?) -> Duration? {
+        let policy = settings.retryPolicy
+        guard policy.retryableStatuses.contains(status) else { return nil }
+        let retryAfter = RetryPolicy.parseRetryAfter(field)
+        if let retryAfter, retryAfter > policy.maximumRetryAfter { return nil }
+        return state.withLock { state -> Duration? in
+            guard Int(state.statusAttempts[index]) + 1 < policy.maximumAttempts else { return nil }
+            state.statusAttempts[index] += 1
+            return retryAfter ?? policy.delay(afterFailures: Int(state.statusAttempts[index]))
+        }
+    }
+
+    /// Puts the item back in its host's queue after `delay`, opening a connection if none is left.
+    func retry(_ index: Int, _ key: HostKey, after delay: Duration) {
+        group.next().scheduleTask(in: TimeAmount(delay)) { [self] in
+            let grants = state.withLock { state in
+                state.plan.requeue(index, key)
+                return state.plan.grants()
+            }
+            for next in grants { connect(next) }
         }
     }
 

@@ -87,29 +87,58 @@ import Testing
         #expect(try names(in: folder).count == items.count)
     }
 
-    @Test func handsBackWhatASessionShouldDo() async throws {
+    @Test func aStatusIsTheAnswerAndARedirectIsHandedBack() async throws {
         try await withServer { server, folder throws in
             let items = [
                 item(server, "/status/404", folder, "missing"),
-                item(server, "/redirect/1?to=/bytes/10", folder, "moved"),
                 item(server, "/status/503?retryAfter=1", folder, "busy"),
+                item(server, "/redirect/1?to=/bytes/10", folder, "moved"),
                 BatchDownload.Item(url: URL(string: "https://127.0.0.1:9/closed")!, destination: folder.appendingPathComponent("closed").path),
                 BatchDownload.Item(url: URL(string: "ftp://127.0.0.1/file")!, destination: folder.appendingPathComponent("ftp").path),
                 item(server, "/bytes/10?seed=3", folder, "plain"),
             ]
             let outcomes = await BatchDownload().run(items)
-            for index in 0..<5 {
+            guard case .answered(404) = outcomes[0], case .answered(503) = outcomes[1] else {
+                Issue.record("statuses: \(outcomes[0]), \(outcomes[1])")
+                return
+            }
+            for index in 2..<5 {
                 guard case .handedBack = outcomes[index] else {
                     Issue.record("\(items[index].url): \(outcomes[index])")
                     continue
                 }
             }
-            if case .handedBack(let why) = outcomes[0] { #expect(why.contains("404")) }
+            if case .handedBack(let why) = outcomes[2] { #expect(why.contains("302")) }
             guard case .saved(10) = outcomes[5] else {
                 Issue.record("plain: \(outcomes[5])")
                 return
             }
-            #expect(try names(in: folder) == ["plain"], "a handed-back item writes nothing")
+            #expect(try names(in: folder) == ["plain"], "a status or a handed-back item writes nothing")
+            #expect(server.requests.filter { $0.uri.hasPrefix("/status/503") }.count == 1, "no retry without a policy")
+        }
+    }
+
+    @Test func a503IsAskedAgainAfterRetryAfterWhenThePolicyAllows() async throws {
+        try await withServer { server, folder throws in
+            let key = UUID().uuidString
+            var batch = BatchDownload()
+            batch.retryPolicy = RetryPolicy(maximumAttempts: 3)
+            let started = ContinuousClock.now
+            let outcomes = await batch.run([
+                item(server, "/flaky/\(key)?failures=1&status=503&retryAfter=1&then=/bytes/100%3Fseed%3D6", folder, "busy-then-ok"),
+                item(server, "/flaky/\(key)-always?failures=9&status=503&retryAfter=0", folder, "always-busy"),
+            ])
+            guard case .saved(100) = outcomes[0] else {
+                Issue.record("retried: \(outcomes[0])")
+                return
+            }
+            #expect(ContinuousClock.now - started >= .seconds(1), "Retry-After: 1 was honoured")
+            #expect(try sha256Hex(ofFile: folder.appendingPathComponent("busy-then-ok")) == TestContent.sha256Hex(count: 100, seed: 6))
+            guard case .answered(503) = outcomes[1] else {
+                Issue.record("attempts used up: \(outcomes[1])")
+                return
+            }
+            #expect(server.requests.filter { $0.uri.contains("-always") }.count == 3, "maximumAttempts requests in all")
         }
     }
 
