@@ -46,7 +46,11 @@ final class BatchConnection: ChannelInboundHandler {
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        sendNext(context)
+        if batch.opened(context.channel) {
+            sendNext(context)
+        } else {
+            context.close(promise: nil)  // cancelled while connecting
+        }
         context.fireChannelActive()
     }
 
@@ -154,10 +158,13 @@ final class BatchConnection: ChannelInboundHandler {
 
     func channelInactive(context: ChannelHandlerContext) {
         timer?.cancel()
+        batch.closed(context.channel)
         if let exchange {
             self.exchange = nil
             exchange.file?.discard()
-            if case .failed = exchange.outcome {
+            if batch.isCancelled {
+                batch.finish(exchange.index, .failed(batch.cancellation(exchange.index)))
+            } else if case .failed = exchange.outcome {
                 batch.finish(exchange.index, exchange.outcome!)
             } else if !exchange.answered, batch.requeueOnce(exchange.index, key) {
                 // Closed before any answer (a kept-alive connection the server had just

@@ -66,6 +66,15 @@ struct ConnectionPlan {
         hosts[key] = queue
     }
 
+    /// Every item not yet started, taken out of the queues (the batch was cancelled).
+    mutating func drain() -> [Int] {
+        var waiting: [Int] = []
+        for key in order {
+            while let index = next(key) { waiting.append(index) }
+        }
+        return waiting
+    }
+
     /// Connections to open now, one host after another; each is counted as open.
     mutating func grants() -> [HostKey] {
         var granted: [HostKey] = []

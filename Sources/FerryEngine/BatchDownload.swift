@@ -82,6 +82,8 @@ public struct BatchDownload: Sendable {
     /// Downloads `items`; the outcomes come back in the same order. The connections are
     /// spread over `eventLoopGroup`'s loops (by default one per core). `onOutcome` is called
     /// once per item as it ends, from an event loop: keep it short (a progress display).
+    /// Cancelling the calling task stops the batch: the connections close, what was not
+    /// saved ends as `failed` with `cancelled`, and no partial file is left.
     public func run(
         _ items: [Item],
         on eventLoopGroup: (any EventLoopGroup)? = nil,
@@ -90,8 +92,12 @@ public struct BatchDownload: Sendable {
         guard !items.isEmpty else { return [] }
         let batch = BatchRun(items: items, settings: self, group: eventLoopGroup ?? MultiThreadedEventLoopGroup.singleton,
                              onOutcome: onOutcome)
-        batch.start()
-        try? await batch.finished.futureResult.get()
+        await withTaskCancellationHandler {
+            batch.start()
+            try? await batch.finished.futureResult.get()
+        } onCancel: {
+            batch.cancel()
+        }
         return batch.outcomes
     }
 }
@@ -109,6 +115,11 @@ final class BatchRun: Sendable {
         var resends: [UInt8]
         /// Requests an item got a retryable status for.
         var statusAttempts: [UInt8]
+        /// The open connections, to close them when the batch is cancelled.
+        var channels: [ObjectIdentifier: any Channel] = [:]
+        /// Items waiting out a `Retry-After`.
+        var retrying: Set<Int> = []
+        var cancelled = false
         var remaining: Int
     }
 
@@ -178,14 +189,46 @@ final class BatchRun: Sendable {
 
     /// The next item for a connection to `key`, if any is left.
     func next(_ key: HostKey) -> Int? {
-        state.withLock { $0.plan.next(key) }
+        state.withLock { $0.cancelled ? nil : $0.plan.next(key) }
+    }
+
+    var isCancelled: Bool { state.withLock { $0.cancelled } }
+
+    func opened(_ channel: any Channel) -> Bool {
+        state.withLock {
+            guard !$0.cancelled else { return false }
+            $0.channels[ObjectIdentifier(channel)] = channel
+            return true
+        }
+    }
+
+    func closed(_ channel: any Channel) {
+        _ = state.withLock { $0.channels.removeValue(forKey: ObjectIdentifier(channel)) }
+    }
+
+    /// Stops the batch: nothing more is sent, open connections close (their items end as
+    /// cancelled when they do), and the items still waiting end as cancelled now.
+    func cancel() {
+        let (waiting, open) = state.withLock { state -> ([Int], [any Channel]) in
+            guard !state.cancelled else { return ([], []) }
+            state.cancelled = true
+            let waiting = state.plan.drain() + state.retrying
+            state.retrying = []
+            return (waiting, Array(state.channels.values))
+        }
+        for channel in open { channel.close(promise: nil) }
+        for index in waiting { finish(index, .failed(cancellation(index))) }
+    }
+
+    func cancellation(_ index: Int) -> FerryError {
+        FerryError(.cancelled, "the batch was cancelled", url: items[index].url)
     }
 
     /// Puts an item back at the front of its host's queue when its request has not been
     /// sent again before; false when it has (the caller then gives up on it).
     func requeueOnce(_ index: Int, _ key: HostKey) -> Bool {
         state.withLock { state in
-            guard state.resends[index] == 0 else { return false }
+            guard state.resends[index] == 0, !state.cancelled else { return false }
             state.resends[index] += 1
             state.plan.requeue(index, key)
             return true
@@ -208,12 +251,17 @@ final class BatchRun: Sendable {
 
     /// Puts the item back in its host's queue after `delay`, opening a connection if none is left.
     func retry(_ index: Int, _ key: HostKey, after delay: Duration) {
+        guard state.withLock({ $0.cancelled ? false : $0.retrying.insert(index).inserted }) else {
+            return finish(index, .failed(cancellation(index)))
+        }
         group.next().scheduleTask(in: TimeAmount(delay)) { [self] in
-            let grants = state.withLock { state in
+            let grants = state.withLock { state -> [HostKey]? in
+                // Cancelled meanwhile: `cancel()` has ended the item already.
+                guard state.retrying.remove(index) != nil else { return nil }
                 state.plan.requeue(index, key)
                 return state.plan.grants()
             }
-            for next in grants { connect(next) }
+            for next in grants ?? [] { connect(next) }
         }
     }
 

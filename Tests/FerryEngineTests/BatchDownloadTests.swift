@@ -184,6 +184,35 @@ import Testing
         }
     }
 
+    @Test func cancellingTheTaskStopsTheBatchAndLeavesNoFile() async throws {
+        try await withServer { server, folder throws in
+            let key = UUID().uuidString
+            var items = [
+                item(server, "/bytes/100000?stallAfter=10000&stallSeconds=30", folder, "stalled"),
+                item(server, "/flaky/\(key)?failures=5&status=503&retryAfter=60", folder, "waiting-out-retry-after"),
+            ]
+            items += (0..<20).map { item(server, "/bytes/1000?seed=\($0)&stallAfter=0&stallSeconds=30", folder, "queued\($0)") }
+            var batch = BatchDownload()
+            batch.connectionsPerHost = 2
+            batch.retryPolicy = RetryPolicy(maximumAttempts: 3)
+            let (configured, list) = (batch, items)
+            let running = Task { await configured.run(list) }
+            for _ in 0..<250 where server.requests.count < 2 { try await Task.sleep(for: .milliseconds(20)) }  // ≤ 5 s
+            try await Task.sleep(for: .milliseconds(200))
+            let cancelledAt = ContinuousClock.now
+            running.cancel()
+            let outcomes = await running.value
+            #expect(ContinuousClock.now - cancelledAt < .seconds(2), "the run ends when cancelled, not when the server does")
+            for (index, outcome) in outcomes.enumerated() {
+                guard case .failed(let error) = outcome, error.code == .cancelled else {
+                    Issue.record("\(items[index].url): \(outcome)")
+                    continue
+                }
+            }
+            #expect(try names(in: folder).isEmpty)
+        }
+    }
+
     @Test func aStalledServerTimesOut() async throws {
         try await withServer { server, folder throws in
             let stalled = item(server, "/bytes/10000?stallAfter=1000&stallSeconds=20", folder, "stalled")
