@@ -64,38 +64,16 @@ struct GetMany {
         let bar = ProgressBar(label: "\(urls.count) files", enabled: !options.quiet, counting: .files)
         let items = urls.map { BatchDownload.Item(url: $0, destination: folder.path + "/" + Check.defaultFileName(for: $0)) }
 
-        // The plain cases go through a batch (one event loop, kept-alive connections); what it
-        // hands back (redirects, other statuses, https, broken connections) through a session.
-        var batch = BatchDownload()
-        batch.connectionsPerHost = connections
-        batch.headers = headers
-        batch.idleTimeout = .seconds(options.timeout)
-        batch.resourceTimeout = options.maxTime.map { .seconds($0) }
-        batch.handsBackTimeouts = options.retryPolicy.maximumAttempts > 1
-        batch.retryPolicy = options.retryPolicy  // 429/503 are asked again in the batch, after Retry-After
-        let finishedCount = Counter()
-        let total = Int64(urls.count)
-        let outcomes = self.batch
-            ? await batch.run(items) { _, _ in bar.update(done: Int64(finishedCount.increment()), total: total) }
-            : items.map { _ in .handedBack("--no-batch") }
-
-        var failures: [(URL, CLIFailure)] = []
-        var bytes: Int64 = 0
-        var handedBack: [URL] = []
-        for (item, outcome) in zip(items, outcomes) {
-            switch outcome {
-            case .saved(let size): bytes += size
-            case .answered(let status): failures.append((item.url, .http(status)))
-            case .failed(let error): failures.append((item.url, CLIFailure(error)))
-            case .handedBack: handedBack.append(item.url)
-            }
-        }
-        if !handedBack.isEmpty {
-            let (sessionBytes, sessionFailures) = await fetchWithSession(handedBack, headers: headers, into: folder) { _ in
-                bar.update(done: Int64(finishedCount.increment()), total: total)
-            }
-            bytes += sessionBytes
-            failures += sessionFailures
+        // Ctrl-C or SIGTERM stops the work cleanly: nothing partial is left, and the same
+        // command with --skip-existing fetches the rest.
+        let work = Task { await self.fetch(items, headers: headers, into: folder, bar: bar) }
+        let interrupts = Interrupts { work.cancel() }
+        let (bytes, failures, saved) = await work.value
+        interrupts.remove()
+        if interrupts.happened {
+            bar.stop()
+            Console.error("ferry: interrupted with \(saved) of \(items.count) files saved; the same command with --skip-existing fetches the rest")
+            throw ExitCode(ExitStatus.interrupted)
         }
         bar.finish(done: bytes, total: bytes)
         for (url, failure) in failures.prefix(10) {
@@ -114,46 +92,100 @@ struct GetMany {
         }
     }
 
-    /// Downloads through a `Session` (redirects, retries, TLS, HTTP/2), a few requests
-    /// queued per connection at a time.
-    private func fetchWithSession(_ urls: [URL], headers: HeaderFields, into folder: URL,
-                                  onEach: @escaping (URL) -> Void) async -> (Int64, [(URL, CLIFailure)]) {
-        var configuration = Configuration.ephemeral
-        configuration.httpMaximumConnectionsPerHost = connections
-        configuration.timeoutIntervalForRequest = options.timeout
-        if let maxTime = options.maxTime { configuration.timeoutIntervalForResource = maxTime }
-        configuration.retryPolicy = options.retryPolicy
-        // Partial files in a hidden folder of this run's, on DIR's file system (the final move
-        // is a rename); removed at the end, and by a later run if this one is killed.
-        let partials = IncomingFolder(in: folder)
-        configuration.downloadDirectory = partials.url
-        let session = Session(configuration: configuration)
-        defer {
-            session.finishTasksAndInvalidate()
-            partials.remove()
-        }
+    /// The batch for the plain cases (kept-alive connections on the event loops), then a
+    /// session for what it hands back (redirects, broken connections).
+    /// Bytes and files saved, and the failures.
+    private func fetch(_ items: [BatchDownload.Item], headers: HeaderFields, into folder: URL, bar: ProgressBar) async -> (Int64, [(URL, CLIFailure)], Int) {
+        var batch = BatchDownload()
+        batch.connectionsPerHost = connections
+        batch.headers = headers
+        batch.idleTimeout = .seconds(options.timeout)
+        batch.resourceTimeout = options.maxTime.map { .seconds($0) }
+        batch.handsBackTimeouts = options.retryPolicy.maximumAttempts > 1
+        batch.retryPolicy = options.retryPolicy  // 429/503 are asked again in the batch, after Retry-After
+        let finishedCount = Counter()
+        let total = Int64(items.count)
+        let tick: @Sendable () -> Void = { bar.update(done: Int64(finishedCount.increment()), total: total) }
 
-        let window = connections * 4
+        // What the batch hands back goes to the session at once, while the batch goes on.
+        let (handedBack, toSession) = AsyncStream.makeStream(of: URL.self)
+        async let fromSession = fetchWithSession(handedBack, headers: headers, into: folder, onEach: tick)
+        let outcomes: [BatchDownload.Outcome]
+        if self.batch {
+            outcomes = await batch.run(items) { index, outcome in
+                if case .handedBack = outcome { toSession.yield(items[index].url) } else { tick() }
+            }
+        } else {
+            for item in items { toSession.yield(item.url) }
+            outcomes = items.map { _ in .handedBack("--no-batch") }
+        }
+        toSession.finish()
+
         var failures: [(URL, CLIFailure)] = []
         var bytes: Int64 = 0
-        await withTaskGroup(of: (URL, Result<Int64, CLIFailure>).self) { group in
-            var next = 0
-            func add() {
-                let url = urls[next]
-                next += 1
-                group.addTask { (url, await Self.fetch(url, headers: headers, into: folder, session: session)) }
-            }
-            while next < urls.count, next < window { add() }
-            for await (url, result) in group {
-                switch result {
-                case .success(let size): bytes += size
-                case .failure(let failure): failures.append((url, failure))
-                }
-                onEach(url)
-                if next < urls.count { add() }
+        var saved = 0
+        for (item, outcome) in zip(items, outcomes) {
+            switch outcome {
+            case .saved(let size):
+                bytes += size
+                saved += 1
+            case .answered(let status): failures.append((item.url, .http(status)))
+            case .failed(let error): failures.append((item.url, CLIFailure(error)))
+            case .handedBack: break
             }
         }
-        return (bytes, failures)
+        let session = await fromSession
+        return (bytes + session.bytes, failures + session.failures, saved + session.saved)
+    }
+
+    /// Downloads through a `Session` (redirects, retries, TLS, HTTP/2) the URLs as they come,
+    /// a few requests queued per connection at a time; the session is made for the first.
+    private func fetchWithSession(_ urls: AsyncStream<URL>, headers: HeaderFields, into folder: URL,
+                                  onEach: @escaping @Sendable () -> Void) async -> (bytes: Int64, failures: [(URL, CLIFailure)], saved: Int) {
+        var failures: [(URL, CLIFailure)] = []
+        var bytes: Int64 = 0
+        var saved = 0
+        var session: Session?
+        // Partial files in a hidden folder of this run's, on DIR's file system (the final move
+        // is a rename); removed at the end, and by a later run if this one is killed.
+        var partials: IncomingFolder?
+        defer {
+            session?.finishTasksAndInvalidate()
+            partials?.remove()
+        }
+        let window = connections * 4
+        await withTaskGroup(of: (URL, Result<Int64, CLIFailure>).self) { group in
+            var running = 0
+            func record(_ url: URL, _ result: Result<Int64, CLIFailure>) {
+                switch result {
+                case .success(let size):
+                    bytes += size
+                    saved += 1
+                case .failure(let failure): failures.append((url, failure))
+                }
+                onEach()
+                running -= 1
+            }
+            for await url in urls {
+                if session == nil {
+                    var configuration = Configuration.ephemeral
+                    configuration.httpMaximumConnectionsPerHost = connections
+                    configuration.timeoutIntervalForRequest = options.timeout
+                    if let maxTime = options.maxTime { configuration.timeoutIntervalForResource = maxTime }
+                    configuration.retryPolicy = options.retryPolicy
+                    let made = IncomingFolder(in: folder)
+                    configuration.downloadDirectory = made.url
+                    partials = made
+                    session = Session(configuration: configuration)
+                }
+                if running >= window, let (done, result) = await group.next() { record(done, result) }
+                let current = session!
+                group.addTask { (url, await Self.fetch(url, headers: headers, into: folder, session: current)) }
+                running += 1
+            }
+            for await (url, result) in group { record(url, result) }
+        }
+        return (bytes, failures, saved)
     }
 
     private static func fetch(_ url: URL, headers: HeaderFields, into folder: URL, session: Session) async -> Result<Int64, CLIFailure> {

@@ -356,4 +356,31 @@ import Glibc
         #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path("out")) == ["10"])
         try await server.shutdown()
     }
+
+    /// Ctrl-C stops a list cleanly: exit 130, a line saying how many files were saved, whole
+    /// files only (no partial, no .ferry-partial folder), within a second of the signal.
+    @Test func ctrlCStopsAListCleanly() async throws {
+        let server = try await TestHTTPServer.start()
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let list = [
+            "\(server.baseURL)/bytes/3000?seed=1",
+            "\(server.baseURL)/bytes/100000?stallAfter=20000&stallSeconds=30",
+            "\(server.baseURL)/redirect/1?to=/bytes/100000%3FstallAfter%3D20000%26stallSeconds%3D30",
+        ].joined(separator: "\n")
+        try list.write(toFile: scratch.path("list.txt"), atomically: true, encoding: .utf8)
+        let started = try FerryBinary.start(["get", "--many", scratch.path("list.txt"), "--dir", scratch.path("out"), "--quiet"], in: scratch.url)
+        for _ in 0..<250 where server.requests.filter({ $0.uri.hasPrefix("/bytes/100000") }).count < 2 {  // ≤ 5 s
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        try await Task.sleep(for: .milliseconds(200))
+        let signalled = ContinuousClock.now
+        kill(started.0.processIdentifier, SIGINT)
+        let run = try await FerryBinary.wait(started, timeout: 10)
+        #expect(ContinuousClock.now - signalled < .seconds(2))
+        #expect(run.status == 130, "\(run.stderr)")
+        #expect(run.stderr.contains("interrupted with 1 of 3 files saved"), "\(run.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path("out")) == ["3000"])
+        try await server.shutdown()
+    }
 }
