@@ -59,7 +59,9 @@ final class ProgressBar: @unchecked Sendable {  // state behind `lock`
             let now = ContinuousClock.now
             let seconds = Self.seconds(now - started)
             let rate = seconds > 0 ? Double(done - base) / seconds : 0
-            return "\(label)  \(Self.bytes(done))  \(Self.bytes(Int64(rate)))/s  in \(Self.clock(seconds))"
+            // Under ten seconds the clock (whole seconds, rounded up) would say 0:01 for 0.1 s.
+            let took = seconds < 10 ? String(format: "%.2f s", seconds) : Self.clock(seconds)
+            return "\(label)  \(Self.bytes(done))  \(Self.bytes(Int64(rate)))/s  in \(took)"
         }
         if let line {
             draw(line)
