@@ -206,12 +206,7 @@ import Glibc
             toFile: scratch.path("list.txt"), atomically: true, encoding: .utf8)
         try FileManager.default.createDirectory(atPath: scratch.path("out"), withIntermediateDirectories: true)
         let started = try FerryBinary.start(["get", "--many", scratch.path("list.txt"), "--dir", scratch.path("out"), "--quiet"], in: scratch.url)
-        var asked = false
-        for _ in 0..<250 where !asked {  // ≤ 5 s for the request to reach the server
-            asked = server.requests.contains { $0.uri.hasPrefix("/bytes/100000") }
-            if !asked { try await Task.sleep(for: .milliseconds(20)) }
-        }
-        #expect(asked)
+        #expect(try await requestsArrive(at: server, "/bytes/100000"))
         try await Task.sleep(for: .milliseconds(300))  // the first 20,000 bytes are written by now
         kill(started.0.processIdentifier, SIGKILL)
         let run = try await FerryBinary.wait(started, timeout: 10)
@@ -338,12 +333,7 @@ import Glibc
         let stalled = "\(server.baseURL)/redirect/1?to=/bytes/100000%3FstallAfter%3D20000%26stallSeconds%3D30"
         try stalled.write(toFile: scratch.path("list.txt"), atomically: true, encoding: .utf8)
         let started = try FerryBinary.start(["get", "--many", scratch.path("list.txt"), "--dir", scratch.path("out"), "--quiet"], in: scratch.url)
-        var asked = false
-        for _ in 0..<250 where !asked {  // ≤ 5 s for the redirected request to arrive
-            asked = server.requests.contains { $0.uri.hasPrefix("/bytes/100000") }
-            if !asked { try await Task.sleep(for: .milliseconds(20)) }
-        }
-        #expect(asked)
+        #expect(try await requestsArrive(at: server, "/bytes/100000"), "the redirected request")
         try await Task.sleep(for: .milliseconds(300))
         kill(started.0.processIdentifier, SIGKILL)
         _ = try await FerryBinary.wait(started, timeout: 10)
@@ -370,9 +360,7 @@ import Glibc
         ].joined(separator: "\n")
         try list.write(toFile: scratch.path("list.txt"), atomically: true, encoding: .utf8)
         let started = try FerryBinary.start(["get", "--many", scratch.path("list.txt"), "--dir", scratch.path("out"), "--quiet"], in: scratch.url)
-        for _ in 0..<250 where server.requests.filter({ $0.uri.hasPrefix("/bytes/100000") }).count < 2 {  // ≤ 5 s
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        #expect(try await requestsArrive(at: server, "/bytes/100000", count: 2), "both stalled downloads are under way")
         try await Task.sleep(for: .milliseconds(200))
         let signalled = ContinuousClock.now
         kill(started.0.processIdentifier, SIGINT)
@@ -382,5 +370,14 @@ import Glibc
         #expect(run.stderr.contains("interrupted with 1 of 3 files saved"), "\(run.stderr)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path("out")) == ["3000"])
         try await server.shutdown()
+    }
+
+    /// Whether `count` requests for paths starting with `prefix` reached the server within 5 s.
+    private func requestsArrive(at server: TestHTTPServer, _ prefix: String, count: Int = 1) async throws -> Bool {
+        for _ in 0..<250 {
+            if server.requests.filter({ $0.uri.hasPrefix(prefix) }).count >= count { return true }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return false
     }
 }
