@@ -36,12 +36,9 @@ struct GetMany {
     }
 
     func run() async throws {
-        var urls: [URL]
-        var lineOf: [URL: Int] = [:]
+        let entries: [ListEntry]
         do {
-            let entries = try readList()
-            urls = entries.map(\.url)
-            for entry in entries { lineOf[entry.url] = entry.line }
+            entries = try readList()
         } catch let failure as CLIFailure {
             throw failure.report(url: nil, json: options.json)
         }
@@ -53,16 +50,14 @@ struct GetMany {
         }
 
         IncomingFolder.removeStale(in: folder)
-        var skipped = 0
-        if skipExisting {
-            let before = urls.count
-            urls.removeAll { access(folder.path + "/" + Check.defaultFileName(for: $0), F_OK) == 0 }
-            skipped = before - urls.count
-        }
+        var lineOf: [URL: Int] = [:]
+        for entry in entries { lineOf[entry.url] = entry.line }
+        let listed = entries.map { BatchDownload.Item(url: $0.url, destination: folder.path + "/" + $0.name) }
+        let items = skipExisting ? listed.filter { access($0.destination, F_OK) != 0 } : listed
+        let skipped = listed.count - items.count
         let headers = try Check.headers(options.headers)
         let started = ContinuousClock.now
-        let bar = ProgressBar(label: "\(urls.count) files", enabled: !options.quiet, counting: .files)
-        let items = urls.map { BatchDownload.Item(url: $0, destination: folder.path + "/" + Check.defaultFileName(for: $0)) }
+        let bar = ProgressBar(label: "\(items.count) files", enabled: !options.quiet, counting: .files)
 
         // Ctrl-C or SIGTERM stops the work cleanly: nothing partial is left, and the same
         // command with --skip-existing fetches the rest.
@@ -83,11 +78,11 @@ struct GetMany {
             let failed = failures.map { url, failure in
                 Failed(line: lineOf[url] ?? 0, url: Redact.url(url.absoluteString), code: failure.code, status: failure.status, message: failure.message)
             }.sorted { $0.line < $1.line }
-            JSONOutput.print(Summary(files: urls.count - failures.count, skipped: skipped, failed: failures.count, bytes: bytes,
+            JSONOutput.print(Summary(files: items.count - failures.count, skipped: skipped, failed: failures.count, bytes: bytes,
                                      seconds: ProgressBar.seconds(ContinuousClock.now - started), dir: folder.path, failures: failed))
         }
         if let first = failures.first {
-            Console.error("ferry: \(failures.count) of \(urls.count) downloads failed")
+            Console.error("ferry: \(failures.count) of \(items.count) downloads failed")
             throw ExitCode(first.1.exitStatus)
         }
     }
@@ -108,15 +103,15 @@ struct GetMany {
         let tick: @Sendable () -> Void = { bar.update(done: Int64(finishedCount.increment()), total: total) }
 
         // What the batch hands back goes to the session at once, while the batch goes on.
-        let (handedBack, toSession) = AsyncStream.makeStream(of: URL.self)
+        let (handedBack, toSession) = AsyncStream.makeStream(of: BatchDownload.Item.self)
         async let fromSession = fetchWithSession(handedBack, headers: headers, into: folder, onEach: tick)
         let outcomes: [BatchDownload.Outcome]
         if self.batch {
             outcomes = await batch.run(items) { index, outcome in
-                if case .handedBack = outcome { toSession.yield(items[index].url) } else { tick() }
+                if case .handedBack = outcome { toSession.yield(items[index]) } else { tick() }
             }
         } else {
-            for item in items { toSession.yield(item.url) }
+            for item in items { toSession.yield(item) }
             outcomes = items.map { _ in .handedBack("--no-batch") }
         }
         toSession.finish()
@@ -140,7 +135,7 @@ struct GetMany {
 
     /// Downloads through a `Session` (redirects, retries, TLS, HTTP/2) the URLs as they come,
     /// a few requests queued per connection at a time; the session is made for the first.
-    private func fetchWithSession(_ urls: AsyncStream<URL>, headers: HeaderFields, into folder: URL,
+    private func fetchWithSession(_ items: AsyncStream<BatchDownload.Item>, headers: HeaderFields, into folder: URL,
                                   onEach: @escaping @Sendable () -> Void) async -> (bytes: Int64, failures: [(URL, CLIFailure)], saved: Int) {
         var failures: [(URL, CLIFailure)] = []
         var bytes: Int64 = 0
@@ -166,7 +161,7 @@ struct GetMany {
                 onEach()
                 running -= 1
             }
-            for await url in urls {
+            for await item in items {
                 if session == nil {
                     var configuration = Configuration.ephemeral
                     configuration.httpMaximumConnectionsPerHost = connections
@@ -180,7 +175,7 @@ struct GetMany {
                 }
                 if running >= window, let (done, result) = await group.next() { record(done, result) }
                 let current = session!
-                group.addTask { (url, await Self.fetch(url, headers: headers, into: folder, session: current)) }
+                group.addTask { (item.url, await Self.fetch(item, headers: headers, session: current)) }
                 running += 1
             }
             for await (url, result) in group { record(url, result) }
@@ -188,7 +183,8 @@ struct GetMany {
         return (bytes, failures, saved)
     }
 
-    private static func fetch(_ url: URL, headers: HeaderFields, into folder: URL, session: Session) async -> Result<Int64, CLIFailure> {
+    private static func fetch(_ item: BatchDownload.Item, headers: HeaderFields, session: Session) async -> Result<Int64, CLIFailure> {
+        let (url, target) = (item.url, item.destination)
         do {
             let (temporary, response) = try await session.download(for: Request(url: url, headers: headers))
             guard response.statusCode < 400 else {
@@ -196,7 +192,6 @@ struct GetMany {
                 return .failure(.http(response.statusCode))
             }
             // Plain path strings: Foundation's URL path operations cost more than the rename.
-            let target = folder.path + "/" + Check.defaultFileName(for: url)
             guard rename(temporary.path, target) == 0 else {
                 try? FileManager.default.removeItem(at: temporary)
                 return .failure(CLIFailure(exitStatus: ExitStatus.cannotWrite, code: "cannotWriteToFile", message: "cannot move the download to \(target)"))
@@ -224,15 +219,21 @@ struct GetMany {
     /// How messages name the list.
     private var listName: String { list == "-" ? "standard input" : list }
 
-    /// The list's URLs with their line numbers (1-based).
-    private func readList() throws -> [(url: URL, line: Int)] {
+    /// A URL of the list, its line (1-based) and the name it is saved under.
+    struct ListEntry {
+        var url: URL
+        var line: Int
+        var name: String
+    }
+
+    private func readList() throws -> [ListEntry] {
         let contents = list == "-"
             ? String(data: FileHandle.standardInput.readDataToEndOfFile(), encoding: .utf8)
             : try? String(contentsOfFile: list, encoding: .utf8)
         guard let text = contents else {
             throw CLIFailure(exitStatus: ExitStatus.cannotRead, code: "cannotReadFile", message: "cannot read the list \(listName)")
         }
-        var urls: [(url: URL, line: Int)] = []
+        var urls: [ListEntry] = []
         // Two URLs saved under one name: the second would replace the first (the same URL
         // twice is fetched once).
         var lineOfName: [String: (line: Int, url: URL)] = [:]
@@ -253,7 +254,7 @@ struct GetMany {
                     message: "\(listName):\(first.line + 1) and \(listName):\(number + 1) would both be saved as \(name); give them separate lists or folders")
             }
             lineOfName[name] = (number, url)
-            urls.append((url, number + 1))
+            urls.append(ListEntry(url: url, line: number + 1, name: name))
         }
         return urls
     }

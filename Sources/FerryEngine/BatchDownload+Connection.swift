@@ -126,8 +126,9 @@ final class BatchConnection: ChannelInboundHandler {
             exchange.outcome = .failed(FerryError.from(error, url: batch.items[exchange.index].url))
             return
         }
-        exchange.expectations = IntegrityCheck.parse(head.headers.first(name: "Repr-Digest"), source: "Repr-Digest")
-            + IntegrityCheck.parse(head.headers.first(name: "Content-Digest"), source: "Content-Digest")
+        // A whole 200 body is both the representation and the content: every digest applies.
+        let digests = IntegrityCheck.serverDigests { head.headers.first(name: $0) }
+        exchange.expectations = digests.wholeFile + digests.content
         if !exchange.expectations.isEmpty {
             exchange.digest = StreamingDigest(algorithms: Set(exchange.expectations.map(\.algorithm)))
         }

@@ -162,8 +162,8 @@ final class BatchRun: Sendable {
     }
 
     func start() {
-        var unsupported: [Int] = []
-        let keys = state.withLock { state in
+        let unsupported = changePlan { state in
+            var unsupported: [Int] = []
             for (index, item) in items.enumerated() {
                 guard let key = Self.hostKey(item.url) else {
                     unsupported.append(index)
@@ -171,12 +171,22 @@ final class BatchRun: Sendable {
                 }
                 state.plan.add(index, to: key)
             }
-            return state.plan.grants()
+            return unsupported
         }
         for index in unsupported {
             finish(index, .handedBack("a batch speaks http and https to a host; this URL goes through a session"))
         }
-        for key in keys { connect(key) }
+    }
+
+    /// Changes the plan under the lock, then opens the connections it now grants.
+    @discardableResult
+    private func changePlan<T>(_ change: (inout State) -> T) -> T {
+        let (result, grants) = state.withLock { state in
+            let result = change(&state)
+            return (result, state.plan.grants())
+        }
+        for key in grants { connect(key) }
+        return result
     }
 
     static func hostKey(_ url: URL) -> HostKey? {
@@ -255,13 +265,10 @@ final class BatchRun: Sendable {
             return finish(index, .failed(cancellation(index)))
         }
         group.next().scheduleTask(in: TimeAmount(delay)) { [self] in
-            let grants = state.withLock { state -> [HostKey]? in
+            changePlan { state in
                 // Cancelled meanwhile: `cancel()` has ended the item already.
-                guard state.retrying.remove(index) != nil else { return nil }
-                state.plan.requeue(index, key)
-                return state.plan.grants()
+                if state.retrying.remove(index) != nil { state.plan.requeue(index, key) }
             }
-            for next in grants ?? [] { connect(next) }
         }
     }
 
@@ -303,9 +310,10 @@ final class BatchRun: Sendable {
             case nil: return connectionFailed(key, FerryError(.secureConnectionFailed, "no TLS context"))
             }
         }
-        // A name is checked against the certificate; an address written as digits is checked
-        // against the certificate's IP entries by NIOSSL itself.
-        let serverHostname = (try? SocketAddress(ipAddress: key.host, port: key.port)) == nil ? key.host : nil
+        // An address written as digits needs no resolver (which runs on a thread of its own),
+        // and NIOSSL checks it against the certificate's IP entries; a name, against its names.
+        let numeric = try? SocketAddress(ipAddress: key.host, port: key.port)
+        let serverHostname = numeric == nil ? key.host : nil
         let bootstrap = ClientBootstrap(group: group)
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .connectTimeout(TimeAmount(settings.idleTimeout))
@@ -319,9 +327,7 @@ final class BatchRun: Sendable {
                     try channel.pipeline.syncOperations.addHandler(BatchConnection(batch: batch, key: key))
                 }
             }
-        // An address written as digits needs no resolver (which runs on a thread of its own).
-        let connecting = (try? SocketAddress(ipAddress: key.host, port: key.port)).map { bootstrap.connect(to: $0) }
-            ?? bootstrap.connect(host: key.host, port: key.port)
+        let connecting = numeric.map { bootstrap.connect(to: $0) } ?? bootstrap.connect(host: key.host, port: key.port)
         connecting.whenComplete { result in
             switch result {
             case .success:
@@ -335,24 +341,16 @@ final class BatchRun: Sendable {
     /// A connection ended (told by its handler once its request is settled or requeued):
     /// its place goes to this host or the next one with items waiting.
     func connectionEnded(_ key: HostKey) {
-        let grants = state.withLock { state in
-            state.plan.ended(key)
-            return state.plan.grants()
-        }
-        for next in grants { connect(next) }
+        changePlan { $0.plan.ended(key) }
     }
 
     /// A connection could not be made: another host may take its place; the host's waiting
     /// items go back to the caller when no connection to it is left to drain them.
     private func connectionFailed(_ key: HostKey, _ error: any Error) {
         settings.logger.debug("batch connection failed", metadata: ["host": "\(key.host):\(key.port)", "error": "\(error)"])
-        let (givenUp, grants) = state.withLock { state in
-            let givenUp = state.plan.failed(key)
-            return (givenUp, state.plan.grants())
-        }
+        let givenUp = changePlan { $0.plan.failed(key) }
         for index in givenUp {
             finish(index, .handedBack(FerryError.from(error, url: items[index].url).message))
         }
-        for next in grants { connect(next) }
     }
 }

@@ -26,8 +26,15 @@ struct IntegrityCheck {
             }
             wholeFile.append(Expectation(algorithm: .sha256, digest: bytes, source: "expected SHA-256"))
         }
-        wholeFile += Self.parse(response.headers["Repr-Digest"], source: "Repr-Digest")
-        content += Self.parse(response.headers["Content-Digest"], source: "Content-Digest")
+        let server = Self.serverDigests { response.headers[$0] }
+        wholeFile += server.wholeFile
+        content += server.content
+    }
+
+    /// What the server says the bytes hash to: `Repr-Digest` (the whole representation) and
+    /// `Content-Digest` (this response's content), from any header lookup.
+    static func serverDigests(_ field: (String) -> String?) -> (wholeFile: [Expectation], content: [Expectation]) {
+        (parse(field("Repr-Digest"), source: "Repr-Digest"), parse(field("Content-Digest"), source: "Content-Digest"))
     }
 
     var isEmpty: Bool { wholeFile.isEmpty && content.isEmpty }
