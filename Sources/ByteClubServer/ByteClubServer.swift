@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 import Hummingbird
 import HummingbirdCore
 public import Logging

@@ -30,13 +30,14 @@ struct ChunkedUploadRoutes: Sendable {
         let id: String
         var expires = Date().timeIntervalSince1970 + Self.lifetime
         if let given = query["upload_id"].map(String.init) {
-            guard let row = try await state.store.pool.read({ db in
+            // Rows are not Sendable: read the columns inside, so the read runs off this thread.
+            guard let (current, storedExpiry) = try await state.store.pool.read({ db in
                 try Row.fetchOne(db, sql: "SELECT \"offset\", expires FROM chunked_upload WHERE id = ? AND account_id = ?", arguments: [given, accountID])
+                    .map { ($0["offset"] as Int64, $0["expires"] as Double) }
             }) else {
                 throw APIError(.notFound, "Upload '\(given)' not found or expired")
             }
-            let current: Int64 = row["offset"]
-            expires = row["expires"]
+            expires = storedExpiry
             if current != offset {
                 var error = APIError(.badRequest, "Invalid value for parameter 'offset': the upload is at \(current)")
                 error.message += " (upload_id \(given), offset \(current))"
@@ -91,8 +92,8 @@ struct ChunkedUploadRoutes: Sendable {
             throw APIError(.notFound, "Upload '\(id)' not found or expired")
         }
         let chunkPath = state.blobs.chunkPath(of: id)
-        if !FileManager.default.fileExists(atPath: chunkPath) {
-            FileManager.default.createFile(atPath: chunkPath, contents: nil)
+        if !FileManager.default.fileExists(atPath: chunkPath), !FileManager.default.createFile(atPath: chunkPath, contents: nil) {
+            throw APIError(.internalServerError, "cannot create the upload's chunk file")
         }
         truncate(chunkPath, off_t(offset))
         let blob = try state.blobs.adopt(path: chunkPath)

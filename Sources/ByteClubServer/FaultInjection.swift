@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// Faults `byteclub-server` injects on purpose so that clients can test their recovery:
 /// dropped connections, stalls, throttling, and `503`/`429` answers with `Retry-After`.

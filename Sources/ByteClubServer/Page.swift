@@ -37,10 +37,11 @@ struct PageRoutes: Sendable {
             let files = try Entry.filter(Entry.Columns.accountId == accountID && Entry.Columns.isDir == false)
                 .order(Entry.Columns.pathLower).limit(500).fetchAll(db)
             let images = try ImageRecord.filter(Column("account_id") == accountID).order(Column("datetime").desc).limit(100).fetchAll(db)
+            // Rows are not Sendable: read the two columns here, so the read runs off this thread.
             let bins = try Row.fetchAll(db, sql: """
                 SELECT bin.id AS id, bin.created AS created, COUNT(bin_request.id) AS count
                 FROM bin LEFT JOIN bin_request ON bin_request.bin_id = bin.id GROUP BY bin.id ORDER BY bin.created DESC LIMIT 50
-                """)
+                """).map { (id: $0["id"] as String, count: $0["count"] as Int) }
             return (files.filter { !Metadata.thumbnailable($0.pathDisplay) }, files.filter { Metadata.thumbnailable($0.pathDisplay) }, images, bins)
         }
         html += "<h2>Notes</h2>"
@@ -67,9 +68,7 @@ struct PageRoutes: Sendable {
         html += "</div><h2>Request bins</h2>"
         if bins.isEmpty { html += "<p class=empty>No bins. <code>curl -X POST \(Page.escape(state.baseURL))/bins</code></p>" }
         html += "<ul class=bins>"
-        for bin in bins {
-            let id: String = bin["id"]
-            let count: Int = bin["count"]
+        for (id, count) in bins {
             html += "<li><a href=\"/bins/\(Page.escape(id))?inspect\">\(Page.escape(id))</a> · \(count) request(s)</li>"
         }
         html += "</ul></body></html>"

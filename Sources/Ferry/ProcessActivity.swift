@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 import NIOConcurrencyHelpers
 
 /// Keeps the process alive while short work finishes: the `performExpiringActivity` idea.

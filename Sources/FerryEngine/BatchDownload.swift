@@ -302,13 +302,12 @@ final class BatchRun: Sendable {
     /// Opens a connection that the plan already counts for `key`.
     private func connect(_ key: HostKey) {
         let batch = self
-        var context: NIOSSLContext?
-        if key.secure {
-            switch tls {
-            case .success(let made): context = made
-            case .failure(let error): return connectionFailed(key, error)
-            case nil: return connectionFailed(key, FerryError(.secureConnectionFailed, "no TLS context"))
-            }
+        let context: NIOSSLContext?
+        switch (key.secure, tls) {
+        case (false, _): context = nil
+        case (true, .success(let made)?): context = made
+        case (true, .failure(let error)?): return connectionFailed(key, error)
+        case (true, nil): return connectionFailed(key, FerryError(.secureConnectionFailed, "no TLS context"))
         }
         // An address written as digits needs no resolver (which runs on a thread of its own),
         // and NIOSSL checks it against the certificate's IP entries; a name, against its names.

@@ -45,8 +45,9 @@ public enum UploadLog {
         var line = try encoder.encode(record)
         line.append(0x0A)
         let url = try file()
-        if !FileManager.default.fileExists(atPath: url.path) {
-            FileManager.default.createFile(atPath: url.path, contents: nil, attributes: [.posixPermissions: 0o600])
+        if !FileManager.default.fileExists(atPath: url.path),
+            !FileManager.default.createFile(atPath: url.path, contents: nil, attributes: [.posixPermissions: 0o600]) {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path])
         }
         let handle = try FileHandle(forWritingTo: url)
         defer { try? handle.close() }

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 import NIOConcurrencyHelpers
 
 /// Why this process was started, when ferryd started it: the Linux form of
