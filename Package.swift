@@ -1,5 +1,5 @@
 // swift-tools-version:6.1
-// Ferry: background transfers for Swift on Linux. See README.md and ../shared/DESIGN.md.
+// Ferry: background transfers for Swift on Linux. See README.md and ARCHITECTURE.md.
 import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [
@@ -11,7 +11,6 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .library(name: "Ferry", targets: ["Ferry"]),
-        .library(name: "FerryEngine", targets: ["FerryEngine"]),
         .library(name: "ByteClubServer", targets: ["ByteClubServer"]),
         .library(name: "ShareKit", targets: ["ShareKit"]),
         .executable(name: "ferry", targets: ["FerryCLI"]),
@@ -44,6 +43,7 @@ let package = Package(
         .target(
             name: "FerryEngine",
             dependencies: [
+                "FerrySystem",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -56,6 +56,23 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Many whole-file GETs over kept-alive HTTP/1.1 connections on the event loops, for
+        // `ferry get --many`: the CLI's, not part of the `Ferry` library's API.
+        .target(
+            name: "FerryBatch",
+            dependencies: [
+                "FerryEngine",
+                "FerrySystem",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // POSIX helpers every layer needs once: the write-all loop. No dependencies.
+        .target(name: "FerrySystem", swiftSettings: swiftSettings),
         .target(
             name: "Ferry",
             dependencies: [
@@ -73,10 +90,9 @@ let package = Package(
             name: "FerryCLI",
             dependencies: [
                 "Ferry",
-                // Imported by name where engine types are used: the incremental build then
-                // recompiles the CLI when their layout changes (through Ferry's re-export alone
-                // it did not, and a stale `ferry` crashed).
                 "FerryEngine",
+                "FerryBatch",
+                "FerrySystem",
                 "ShareKit",
                 "FerryApps",
                 "FerryProtocol",
@@ -256,10 +272,15 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "FerryBatchTests",
+            dependencies: ["FerryBatch", "FerryEngine", "FerryTestSupport", .product(name: "NIOPosix", package: "swift-nio")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "FerryTests",
             // FerryDaemonApp: so that `swift test` builds the `ferryd` the background tests run.
             // and the example apps and byteclub-server the end-to-end tests run.
-            dependencies: ["Ferry", "FerryApps", "FerryTestSupport", "FerryDaemonApp", "PhotoDropApp", "PhotoDropShare", "ByteClubServerApp",
+            dependencies: ["Ferry", "FerryEngine", "FerryApps", "FerryTestSupport", "FerryDaemonApp", "PhotoDropApp", "PhotoDropShare", "ByteClubServerApp",
                            "FerryCLI", "ShareAlikeApp", "ShareAlikeShare", "ImgShareApp", "ImgShareShare"],
             swiftSettings: swiftSettings
         ),

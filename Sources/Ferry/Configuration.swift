@@ -1,3 +1,4 @@
+public import FerryEngine
 public import Foundation
 
 /// How a ``Session`` behaves: the `URLSessionConfiguration` of Ferry.

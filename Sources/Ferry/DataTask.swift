@@ -1,3 +1,4 @@
+import FerryEngine
 import Foundation
 import NIOConcurrencyHelpers
 

@@ -1,3 +1,4 @@
+import FerryEngine
 public import Foundation
 import NIOConcurrencyHelpers
 

@@ -1,3 +1,4 @@
+public import FerryEngine
 public import Foundation
 public import Logging
 import NIOConcurrencyHelpers

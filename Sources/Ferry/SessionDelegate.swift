@@ -1,3 +1,4 @@
+public import FerryEngine
 public import Foundation
 
 /// What to do with a data task's response.

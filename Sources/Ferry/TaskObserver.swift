@@ -1,3 +1,4 @@
+import FerryEngine
 import Foundation
 
 /// Turns the engine's reports for one task into counters, events and delegate calls

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Ferry
+import FerryBatch
 import FerryEngine
 import Foundation
 import Synchronization

@@ -1,4 +1,5 @@
 import Ferry
+import FerryEngine
 import Foundation
 
 /// Watches one engine transfer for the CLI: drives the progress bar, remembers the

@@ -1,4 +1,5 @@
-import Foundation
+import FerrySystem
+package import Foundation
 import NIOCore
 #if canImport(Glibc)
 import Glibc
@@ -73,7 +74,7 @@ final class InputFile: @unchecked Sendable {  // the fd is only used by one iter
 }
 
 /// A file that a download writes sequentially: appends at its end, truncates to restart.
-final class OutputFile: @unchecked Sendable {  // used by one download at a time
+package final class OutputFile: @unchecked Sendable {  // used by one download at a time
     let url: URL
     private let fd: Int32
     private(set) var size: Int64
@@ -97,7 +98,7 @@ final class OutputFile: @unchecked Sendable {  // used by one download at a time
 
     /// With `code` read right after the failing call: building a file URL may `stat` and
     /// overwrite `errno`.
-    static func error(_ what: String, url: URL, code: Int32) -> FerryError {
+    package static func error(_ what: String, url: URL, code: Int32) -> FerryError {
         let reason = code == ENOSPC ? "the disk is full" : String(cString: strerror(code))
         return FerryError(.cannotWriteToFile, "\(what): \(reason)", url: url)
     }
@@ -114,7 +115,9 @@ final class OutputFile: @unchecked Sendable {  // used by one download at a time
     }
 
     func append(_ buffer: ByteBuffer) throws {
-        guard writeFully(fd, buffer, at: off_t(size)) else { throw OutputFile.error("cannot write \(url.path)", url: url) }
+        if let code = buffer.withUnsafeReadableBytes({ FileDescriptorWrite.all(fd, $0, at: size) }) {
+            throw OutputFile.error("cannot write \(url.path)", url: url, code: code)
+        }
         size += Int64(buffer.readableBytes)
     }
 
@@ -132,24 +135,6 @@ final class OutputFile: @unchecked Sendable {  // used by one download at a time
     deinit { close() }
 }
 
-/// Writes all of `buffer` at `offset`, continuing partial writes and interruptions; false
-/// (with `errno` set) when a write fails.
-func writeFully(_ fd: Int32, _ buffer: ByteBuffer, at offset: off_t) -> Bool {
-    buffer.withUnsafeReadableBytes { raw in
-        var done = 0
-        while done < raw.count {
-            let n = pwrite(fd, raw.baseAddress! + done, raw.count - done, offset + off_t(done))
-            if n < 0 {
-                if errno == EINTR { continue }
-                return false
-            }
-            done += n
-        }
-        return true
-    }
-}
-
-/// The size of a file, or nil when there is none.
 func fileSize(_ url: URL) -> Int64? {
     var info = stat()
     guard stat(url.path, &info) == 0 else { return nil }

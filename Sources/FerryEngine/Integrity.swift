@@ -1,6 +1,6 @@
 import Crypto
-import Foundation
-import NIOCore
+package import Foundation
+package import NIOCore
 
 /// Digests a download must match: the caller's expected SHA-256 and the server's
 /// `Repr-Digest` / `Content-Digest` (RFC 9530, `sha-256` and `sha-512`).
@@ -8,10 +8,10 @@ import NIOCore
 /// `Repr-Digest` covers the whole representation, so a resumed download is checked over
 /// the whole file; `Content-Digest` covers this response's content only (on a 206, the
 /// part that was sent).
-struct IntegrityCheck {
-    enum Algorithm: String { case sha256 = "sha-256", sha512 = "sha-512" }
-    struct Expectation: Equatable {
-        var algorithm: Algorithm
+package struct IntegrityCheck {
+    package enum Algorithm: String { case sha256 = "sha-256", sha512 = "sha-512" }
+    package struct Expectation: Equatable {
+        package var algorithm: Algorithm
         var digest: [UInt8]
         var source: String
     }
@@ -33,7 +33,7 @@ struct IntegrityCheck {
 
     /// What the server says the bytes hash to: `Repr-Digest` (the whole representation) and
     /// `Content-Digest` (this response's content), from any header lookup.
-    static func serverDigests(_ field: (String) -> String?) -> (wholeFile: [Expectation], content: [Expectation]) {
+    package static func serverDigests(_ field: (String) -> String?) -> (wholeFile: [Expectation], content: [Expectation]) {
         (parse(field("Repr-Digest"), source: "Repr-Digest"), parse(field("Content-Digest"), source: "Content-Digest"))
     }
 
@@ -55,18 +55,18 @@ struct IntegrityCheck {
 }
 
 /// Hashes bytes as they stream past, with the algorithms an `IntegrityCheck` needs.
-struct StreamingDigest {
+package struct StreamingDigest {
     private var sha256: SHA256?
     private var sha512: SHA512?
 
-    init(algorithms: Set<IntegrityCheck.Algorithm>) {
+    package init(algorithms: Set<IntegrityCheck.Algorithm>) {
         if algorithms.contains(.sha256) { sha256 = SHA256() }
         if algorithms.contains(.sha512) { sha512 = SHA512() }
     }
 
-    var isActive: Bool { sha256 != nil || sha512 != nil }
+    package var isActive: Bool { sha256 != nil || sha512 != nil }
 
-    mutating func update(_ buffer: ByteBuffer) {
+    package mutating func update(_ buffer: ByteBuffer) {
         guard isActive else { return }
         buffer.withUnsafeReadableBytes { raw in
             sha256?.update(bufferPointer: raw)
@@ -74,7 +74,7 @@ struct StreamingDigest {
         }
     }
 
-    func finalize() -> [IntegrityCheck.Algorithm: [UInt8]] {
+    package func finalize() -> [IntegrityCheck.Algorithm: [UInt8]] {
         var result: [IntegrityCheck.Algorithm: [UInt8]] = [:]
         if let sha256 { result[.sha256] = Array(sha256.finalize()) }
         if let sha512 { result[.sha512] = Array(sha512.finalize()) }
@@ -82,7 +82,7 @@ struct StreamingDigest {
     }
 
     /// Throws `integrityCheckFailed` naming the first expectation that is not met.
-    static func verify(_ expectations: [IntegrityCheck.Expectation], against digests: [IntegrityCheck.Algorithm: [UInt8]], url: URL) throws {
+    package static func verify(_ expectations: [IntegrityCheck.Expectation], against digests: [IntegrityCheck.Algorithm: [UInt8]], url: URL) throws {
         for expectation in expectations where digests[expectation.algorithm] != expectation.digest {
             let got = digests[expectation.algorithm].map { $0.hexString } ?? "nothing"
             throw FerryError(

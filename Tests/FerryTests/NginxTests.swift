@@ -1,4 +1,5 @@
 import Ferry
+import FerryEngine
 import FerryTestSupport
 import Foundation
 import Testing

@@ -1,6 +1,6 @@
 // How a batch's file gets its name: each way, including the fallbacks this machine never
 // needs (no linkat by descriptor, no /proc, no O_TMPFILE), on a real folder.
-@testable import FerryEngine
+@testable import FerryBatch
 import FerryTestSupport
 import Foundation
 import NIOCore

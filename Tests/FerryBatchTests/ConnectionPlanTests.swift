@@ -1,6 +1,6 @@
 // How a batch hands out connections: per host, in all, in turn, and what a refusal gives up.
 // Pure logic, no sockets (the network side is in BatchDownloadTests).
-@testable import FerryEngine
+@testable import FerryBatch
 import Testing
 
 @Suite struct ConnectionPlanTests {

@@ -1,3 +1,5 @@
+import FerryEngine
+import FerrySystem
 import Foundation
 import NIOCore
 import Synchronization
@@ -46,7 +48,9 @@ final class IncomingFile {
 
     /// Appends the buffer.
     func write(_ buffer: ByteBuffer) throws {
-        guard writeFully(fd, buffer, at: written) else { throw Self.failure("cannot write \(destination)", destination) }
+        if let code = buffer.withUnsafeReadableBytes({ FileDescriptorWrite.all(fd, $0, at: Int64(written)) }) {
+            throw Self.failure("cannot write \(destination)", destination, code)
+        }
         written += off_t(buffer.readableBytes)
     }
 

@@ -1,5 +1,6 @@
 // BatchDownload against the project's test server and nginx (https): bytes by SHA-256, the
 // connection limit, what is handed back to a session, and that a failed item leaves no file.
+import FerryBatch
 import FerryEngine
 import FerryTestSupport
 import Foundation
@@ -10,7 +11,7 @@ import Testing
     /// Runs `body` with a started server and an empty folder, removing both after.
     private func withServer(_ body: (TestHTTPServer, URL) async throws -> Void) async throws {
         let server = try await TestHTTPServer.start()
-        let folder = try makeTemporaryDirectory()
+        let folder = try TestFiles.makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: folder) }
         do {
             try await body(server, folder)
@@ -47,7 +48,7 @@ import Testing
                     continue
                 }
                 #expect(bytes == Int64(size))
-                let digest = try sha256Hex(ofFile: folder.appendingPathComponent("file\(index)"))
+                let digest = try TestFiles.sha256Hex(ofFile: folder.appendingPathComponent("file\(index)"))
                 #expect(digest == TestContent.sha256Hex(count: size, seed: UInt64(index)))
             }
             #expect(reported.sorted == Array(0..<sizes.count), "one report per item")
@@ -61,7 +62,7 @@ import Testing
     @Test func connectionsInAllStayUnderTheCapAcrossHosts() async throws {
         var servers: [TestHTTPServer] = []
         for _ in 0..<3 { servers.append(try await TestHTTPServer.start()) }
-        let folder = try makeTemporaryDirectory()
+        let folder = try TestFiles.makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: folder) }
         var items: [BatchDownload.Item] = []
         for round in 0..<8 {
@@ -133,7 +134,7 @@ import Testing
                 return
             }
             #expect(ContinuousClock.now - started >= .seconds(1), "Retry-After: 1 was honoured")
-            #expect(try sha256Hex(ofFile: folder.appendingPathComponent("busy-then-ok")) == TestContent.sha256Hex(count: 100, seed: 6))
+            #expect(try TestFiles.sha256Hex(ofFile: folder.appendingPathComponent("busy-then-ok")) == TestContent.sha256Hex(count: 100, seed: 6))
             guard case .answered(503) = outcomes[1] else {
                 Issue.record("attempts used up: \(outcomes[1])")
                 return
@@ -160,7 +161,7 @@ import Testing
                 }
             }
             #expect(try names(in: folder) == ["whole"])
-            #expect(try sha256Hex(ofFile: folder.appendingPathComponent("whole")) == TestContent.sha256Hex(count: 500, seed: 1))
+            #expect(try TestFiles.sha256Hex(ofFile: folder.appendingPathComponent("whole")) == TestContent.sha256Hex(count: 500, seed: 1))
         }
     }
 
@@ -270,7 +271,7 @@ import Testing
     }
 
     @Test func aHostThatRefusesHandsBackEveryItem() async throws {
-        let folder = try makeTemporaryDirectory()
+        let folder = try TestFiles.makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: folder) }
         let port = try await closedPort()
         let items = (0..<20).map {
@@ -301,7 +302,7 @@ import Testing
                 Issue.record("\(outcomes)")
                 return
             }
-            #expect(try sha256Hex(ofFile: old) == TestContent.sha256Hex(count: 2000, seed: 9))
+            #expect(try TestFiles.sha256Hex(ofFile: old) == TestContent.sha256Hex(count: 2000, seed: 9))
             let headers = try JSONSerialization.jsonObject(with: Data(contentsOf: folder.appendingPathComponent("headers.json"))) as? [String: Any]
             #expect(headers?["authorization"] as? String == "Bearer batch-token")
             #expect(headers?["x-ferry-test"] as? String == "1")
@@ -331,7 +332,7 @@ import Testing
 
     @Test func httpsFromNginxWhenItsCertificateIsTrustedOnly() async throws {
         let nginx = try await NginxServer.start(tls: true)
-        let folder = try makeTemporaryDirectory()
+        let folder = try TestFiles.makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: folder) }
         do {
             for index in 0..<12 {
@@ -360,7 +361,7 @@ import Testing
                     continue
                 }
                 #expect(bytes == Int64(20_000 + index))
-                let digest = try sha256Hex(ofFile: folder.appendingPathComponent("s\(index)"))
+                let digest = try TestFiles.sha256Hex(ofFile: folder.appendingPathComponent("s\(index)"))
                 #expect(digest == TestContent.sha256Hex(count: 20_000 + index, seed: UInt64(index)))
             }
             try await nginx.stop()
