@@ -187,7 +187,7 @@ let package = Package(
         // the Linux words for Info.plist and entitlements. Foundation and swift-log only.
         .target(
             name: "FerryApps",
-            dependencies: [.product(name: "Logging", package: "swift-log")],
+            dependencies: ["FerrySystem", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
         // MARK: ShareKit (issue: ShareKit and `ferry share`)
@@ -204,6 +204,7 @@ let package = Package(
             name: "ShareKit",
             dependencies: [
                 "FerryApps",
+                "FerrySystem",
                 "CMagic",
                 "CVips",
                 .product(name: "Logging", package: "swift-log"),
@@ -218,6 +219,7 @@ let package = Package(
             name: "ByteClubServer",
             dependencies: [
                 "CVips",
+                "FerrySystem",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "GRDB", package: "GRDB.swift"),

@@ -1,3 +1,4 @@
+import FerrySystem
 import Foundation
 import NIOCore
 
@@ -101,16 +102,8 @@ final class TempFile: @unchecked Sendable {  // used by one request's task at a 
     }
 
     func write(_ buffer: ByteBuffer) throws {
-        try buffer.withUnsafeReadableBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let n = Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    throw POSIXFailure("write", errno)
-                }
-                offset += n
-            }
+        if let code = buffer.withUnsafeReadableBytes({ FileDescriptorWrite.all(fd, $0) }) {
+            throw POSIXFailure("write", code)
         }
         bytesWritten += Int64(buffer.readableBytes)
     }

@@ -1,3 +1,4 @@
+import FerrySystem
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -20,16 +21,9 @@ enum AtomicFile {
         do {
             // The umask may have removed bits from `mode`; the mode is part of the contract.
             guard fchmod(descriptor, mode) == 0 else { throw failure("set the mode of", temporary) }
-            try data.withUnsafeBytes { raw in
-                var offset = 0
-                while offset < raw.count {
-                    let written = Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset)
-                    if written < 0 {
-                        if errno == EINTR { continue }
-                        throw failure("write", temporary)
-                    }
-                    offset += written
-                }
+            if let code = data.withUnsafeBytes({ FileDescriptorWrite.all(descriptor, $0) }) {
+                errno = code
+                throw failure("write", temporary)
             }
             guard fsync(descriptor) == 0 else { throw failure("flush", temporary) }
             closed = true

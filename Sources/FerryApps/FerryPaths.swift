@@ -81,6 +81,14 @@ public struct FerryPaths: Sendable, Equatable {
     public func sessionFiles(_ session: String) -> URL {
         sessionFilesDirectory.appendingPathComponent(Self.fileName(session), isDirectory: true)
     }
+    /// Where a background upload made from `Data` keeps its body inside the session's
+    /// container: `<container>/.ferry/uploads/<session>-<task>.body`. The library writes it
+    /// before submitting; ferryd deletes it when the task ends. Ferry's own file, never one
+    /// the app named: ferryd deletes a task's body only when it is exactly this path.
+    public static func spooledUploadBody(in container: URL, session: String, task: Int) -> URL {
+        container.appendingPathComponent(".ferry/uploads/\(fileName(session))-\(task).body")
+    }
+
     /// Launch logs, one `<bundle id>.log` per app.
     public var logsDirectory: URL { dataDirectory.appendingPathComponent("logs", isDirectory: true) }
 

@@ -25,10 +25,16 @@ public struct PeerCredentials: Sendable, Equatable, Hashable {
     }
 
     /// `struct ucred` of <sys/socket.h> (hidden from Swift without _GNU_SOURCE): same layout.
-    private struct UCred {
-        var pid: Int32 = 0
-        var uid: UInt32 = 0
-        var gid: UInt32 = 0
+    /// ferryd reads it through SwiftNIO's socket options into this type.
+    package struct UCred {
+        package var pid: Int32 = 0
+        package var uid: UInt32 = 0
+        package var gid: UInt32 = 0
+        package init() {}
+    }
+
+    package init(_ credentials: UCred) {
+        self.init(pid: credentials.pid, uid: credentials.uid, gid: credentials.gid)
     }
 
     /// The credentials of the peer of the Unix socket `fd` (connected or accepted).
@@ -46,7 +52,7 @@ public struct PeerCredentials: Sendable, Equatable, Hashable {
         guard length == socklen_t(MemoryLayout<UCred>.size) else {
             throw PeerCredentialsError(errno: 0, message: "SO_PEERCRED on descriptor \(fd) returned \(length) bytes")
         }
-        return PeerCredentials(pid: credentials.pid, uid: credentials.uid, gid: credentials.gid)
+        return PeerCredentials(credentials)
     }
 }
 

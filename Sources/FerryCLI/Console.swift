@@ -1,3 +1,4 @@
+import FerrySystem
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -24,20 +25,9 @@ enum Console {
         text.withUTF8 { buffer in writeAll(fd, UnsafeRawBufferPointer(buffer)) }
     }
 
+    /// A closed stream has no one to tell; stderr may be a non-blocking pipe (EAGAIN is waited out).
     private static func writeAll(_ fd: Int32, _ raw: UnsafeRawBufferPointer) {
-        guard var base = raw.baseAddress else { return }
-        var left = raw.count
-        var attempts = 0
-        while left > 0, attempts < 1_000_000 {
-            attempts += 1
-            let n = Foundation.write(fd, base, left)
-            if n < 0 {
-                if errno == EINTR || errno == EAGAIN { continue }
-                return
-            }
-            base += n
-            left -= n
-        }
+        FileDescriptorWrite.all(fd, raw, waitsWhenBusy: true)
     }
 
     static var stderrIsTerminal: Bool { isatty(2) == 1 }

@@ -1,3 +1,4 @@
+import FerryApps
 import FerryProtocol
 import Foundation
 import Logging
@@ -13,7 +14,7 @@ import NIOCore
 /// logged reason (a live `progress` is simply dropped while the socket is full).
 final class ClientConnection: Sendable {
     let id: UInt64
-    let peer: SocketPeer
+    let peer: PeerCredentials
     let channel: any Channel
     let logger: Logger
     let maximumOutboundBytes: Int
@@ -25,7 +26,7 @@ final class ClientConnection: Sendable {
     }
     private let outbound = NIOLockedValueBox(Outbound())
 
-    init(id: UInt64, peer: SocketPeer, channel: any Channel, maximumOutboundBytes: Int, logger: Logger) {
+    init(id: UInt64, peer: PeerCredentials, channel: any Channel, maximumOutboundBytes: Int, logger: Logger) {
         self.id = id
         self.peer = peer
         self.channel = channel

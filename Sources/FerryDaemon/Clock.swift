@@ -2,12 +2,11 @@ public import Foundation
 import NIOConcurrencyHelpers
 
 /// Where ferryd gets the time, so that backoff, `Retry-After`, begin dates and relaunch
-/// delays can be tested by advancing a ``ManualClock`` instead of sleeping.
+/// delays can be tested with a clock that moves only when the test says so (the tests'
+/// `ManualClock`) instead of sleeping.
 ///
 /// ```swift
-/// let clock = ManualClock(now: Date(timeIntervalSince1970: 0))
-/// async let woke: Void = clock.sleep(until: Date(timeIntervalSince1970: 2))
-/// clock.advance(by: 2)   // the sleeper wakes
+/// let daemon = try Daemon(configuration: configuration, store: store, clock: SystemClock())  // the default
 /// ```
 public protocol DaemonClock: Sendable {
     /// Wall-clock now: stored dates (`next_attempt_at`, begin dates) are compared with it.
@@ -24,73 +23,6 @@ public struct SystemClock: DaemonClock {
         let seconds = deadline.timeIntervalSinceNow
         if seconds > 0 { try await Task.sleep(for: .milliseconds(Int64((seconds * 1000).rounded(.up)))) }
         try Task.checkCancellation()
-    }
-}
-
-/// Time that moves only when a test says so.
-public final class ManualClock: DaemonClock {
-    private struct Sleeper {
-        var deadline: Date
-        var continuation: CheckedContinuation<Void, any Error>
-    }
-    private struct State {
-        var now: Date
-        var sleepers: [UInt64: Sleeper] = [:]
-        var nextID: UInt64 = 0
-    }
-    private let state: NIOLockedValueBox<State>
-
-    public init(now: Date = Date(timeIntervalSince1970: 1_800_000_000)) {
-        state = NIOLockedValueBox(State(now: now))
-    }
-
-    public var now: Date { state.withLockedValue { $0.now } }
-
-    /// How many sleepers wait now: a test waits for this before advancing, so that it does
-    /// not advance past a sleep that has not started yet.
-    public var sleeperCount: Int { state.withLockedValue { $0.sleepers.count } }
-
-    /// The earliest deadline anyone sleeps until.
-    public var nextDeadline: Date? { state.withLockedValue { $0.sleepers.values.map(\.deadline).min() } }
-
-    /// Moves time forward and wakes every sleeper whose deadline has come.
-    public func advance(by seconds: TimeInterval) {
-        advance(to: now.addingTimeInterval(seconds))
-    }
-
-    public func advance(to date: Date) {
-        let due: [CheckedContinuation<Void, any Error>] = state.withLockedValue { state in
-            state.now = max(state.now, date)
-            let ready = state.sleepers.filter { $0.value.deadline <= state.now }
-            for id in ready.keys { state.sleepers[id] = nil }
-            return ready.values.map(\.continuation)
-        }
-        for continuation in due { continuation.resume() }
-    }
-
-    public func sleep(until deadline: Date) async throws {
-        let id = state.withLockedValue { state -> UInt64 in
-            state.nextID += 1
-            return state.nextID
-        }
-        try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let resumeNow: Bool? = state.withLockedValue { state in
-                    if Task.isCancelled { return false }
-                    if deadline <= state.now { return true }
-                    state.sleepers[id] = Sleeper(deadline: deadline, continuation: continuation)
-                    return nil
-                }
-                switch resumeNow {
-                case true?: continuation.resume()
-                case false?: continuation.resume(throwing: CancellationError())
-                case nil: break
-                }
-            }
-        } onCancel: {
-            let cancelled = state.withLockedValue { $0.sleepers.removeValue(forKey: id) }
-            cancelled?.continuation.resume(throwing: CancellationError())
-        }
     }
 }
 

@@ -296,6 +296,7 @@ extension Daemon {
             record.lastErrorCode = "cancelled"
             record.lastErrorMessage = "the task was cancelled"
         }
+        await discardSpooledBody(of: updated)
         logger.info("task cancelled", metadata: ["session": "\(key.session)", "task": "\(key.task)", "resumeData": "\(resumeData != nil)"])
         wakeup.signal()
         await eventsStored(in: key.session)
@@ -315,6 +316,25 @@ extension Daemon {
         Task {
             await engine.discardUpload(of: transfer)
             logger.debug("upload resource given up", metadata: ["session": "\(record.sessionIdentifier)", "task": "\(record.taskIdentifier)"])
+        }
+    }
+
+    /// An upload body the library wrote from `Data` into the session's container is Ferry's
+    /// file: deleted once its task has ended. A body the app named is never touched (the path
+    /// must be exactly `FerryPaths.spooledUploadBody`).
+    func discardSpooledBody(of record: TaskRecord) async {
+        guard record.state.isFinal, let body = record.bodyFile,
+            let session = try? await store.session(record.sessionIdentifier)
+        else { return }
+        let spooled = FerryPaths.spooledUploadBody(in: containerURL(of: session), session: record.sessionIdentifier, task: record.taskIdentifier)
+        guard URL(fileURLWithPath: body).standardizedFileURL.path == spooled.standardizedFileURL.path else { return }
+        do {
+            try FileManager.default.removeItem(at: spooled)
+        } catch CocoaError.fileNoSuchFile {
+        } catch {
+            logger.notice("cannot delete a spooled upload body", metadata: [
+                "session": "\(record.sessionIdentifier)", "task": "\(record.taskIdentifier)", "error": "\(error)",
+            ])
         }
     }
 

@@ -235,7 +235,7 @@ extension Daemon {
         }
         kinds.append(.completed)
         let events = try kinds.map { try $0.newEvent(session: key.session, task: key.task) }
-        try await store.updateTask(session: key.session, task: key.task, appending: events, now: clock.now) { stored in
+        let completed = try await store.updateTask(session: key.session, task: key.task, appending: events, now: clock.now) { stored in
             stored.state = .completed
             stored.bytesSent = result.bytesSent
             stored.bytesReceived = result.bytesReceived
@@ -246,6 +246,7 @@ extension Daemon {
             stored.uploadResourceURL = nil
             stored.uploadInteropVersion = nil
         }
+        await discardSpooledBody(of: completed)
         logger.info("task completed", metadata: ["status": "\(result.response.statusCode)", "requests": "\(result.requestCount)"])
         await eventsStored(in: key.session)
     }
@@ -293,11 +294,12 @@ extension Daemon {
     func fail(_ key: TaskKey, code: String, message: String, resumeData: Data?) async throws {
         let event = try EventKind.failed(TransferFailure(code: code, message: message, resumeData: resumeData))
             .newEvent(session: key.session, task: key.task)
-        try await store.updateTask(session: key.session, task: key.task, appending: [event], now: clock.now) { record in
+        let failed = try await store.updateTask(session: key.session, task: key.task, appending: [event], now: clock.now) { record in
             record.state = .failed
             record.lastErrorCode = code
             record.lastErrorMessage = message
         }
+        await discardSpooledBody(of: failed)
         await eventsStored(in: key.session)
     }
 

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+import FerryApps
 import FerryProtocol
 public import Foundation
 import Logging
@@ -88,7 +89,7 @@ public final class DaemonServer: Sendable {
             .serverChannelOption(.backlog, value: 128)
             .childChannelOption(.writeBufferWaterMark, value: .init(low: 256 << 10, high: 1 << 20))
             .childChannelInitializer { channel in
-                SocketPeer.of(channel).flatMap { peer in
+                PeerCredentials.of(channel).flatMap { peer in
                     guard peer.uid == getuid() else {
                         logger.warning("refused a connection from another user", metadata: ["uid": "\(peer.uid)", "pid": "\(peer.pid)"])
                         return channel.close()

@@ -1,3 +1,4 @@
+import FerrySystem
 import Foundation
 
 /// The terminal the compose sheet draws on: raw mode for key-at-a-time input, the window's
@@ -67,13 +68,7 @@ final class Terminal: Sendable {
     }
 
     func write(_ text: String) {
-        var bytes = Array(text.utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeMutableBytes { Foundation.write(output, $0.baseAddress! + offset, $0.count - offset) }
-            if written < 0 { if errno == EINTR { continue }; return }
-            offset += written
-        }
+        Array(text.utf8).withUnsafeBytes { _ = FileDescriptorWrite.all(output, $0) }  // a closed terminal: nothing to tell
     }
 
     /// Keys as they are typed. One read gives one key press: an escape sequence (an arrow key)

@@ -32,9 +32,9 @@ struct BackgroundPlaces: Sendable {
     /// Ferry's own files inside the container, apart from the app's.
     var ferryDirectory: URL { container.appendingPathComponent(".ferry", isDirectory: true) }
 
-    /// Where an upload made from `Data` keeps its body until the task ends.
+    /// Where an upload made from `Data` keeps its body until the task ends (ferryd deletes it then).
     func uploadBodyFile(session: String, task: Int) -> URL {
-        ferryDirectory.appendingPathComponent("uploads/\(session.replacingOccurrences(of: "/", with: "_"))-\(task).body")
+        FerryPaths.spooledUploadBody(in: container, session: session, task: task)
     }
 
     /// Where a download is said to be before ferryd reports its real place (never written by us).

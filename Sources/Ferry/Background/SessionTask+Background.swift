@@ -27,7 +27,11 @@ extension SessionTask {
                 let existing = submitted.task.taskIdentifier
                 session.logger.info("submitted again with the same idempotency key; ferryd kept the existing task",
                                     metadata: ["session": "\(link.sessionIdentifier)", "task": "\(taskIdentifier)", "existing": "\(existing)"])
-                if existing != taskIdentifier { session.alias(self, to: existing) }
+                if existing != taskIdentifier {
+                    session.alias(self, to: existing)
+                    // ferryd sends the existing task's body: a copy spooled for this one is not needed.
+                    try? FileManager.default.removeItem(at: link.places.uploadBodyFile(session: link.sessionIdentifier, task: taskIdentifier))
+                }
                 if submitted.task.state.isFinal {
                     // Already over: its events were delivered before. Say how it ended.
                     let error: FerryError? = switch submitted.task.state {
