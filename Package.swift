@@ -43,6 +43,7 @@ let package = Package(
         .target(
             name: "FerryEngine",
             dependencies: [
+                "FerryCore",
                 "FerrySystem",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -71,11 +72,15 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The vocabulary every layer shares, defined once: header fields, a task's kind and
+        // state, the retry policy and its rulebook. Foundation only.
+        .target(name: "FerryCore", swiftSettings: swiftSettings),
         // POSIX helpers every layer needs once: the write-all loop. No dependencies.
         .target(name: "FerrySystem", swiftSettings: swiftSettings),
         .target(
             name: "Ferry",
             dependencies: [
+                "FerryCore",
                 "FerryEngine",
                 "FerryProtocol",
                 "FerryDaemonClient",
@@ -108,7 +113,7 @@ let package = Package(
         // so framing cannot reach a socket or a database.
         .target(
             name: "FerryProtocol",
-            dependencies: [.product(name: "NIOCore", package: "swift-nio")],
+            dependencies: ["FerryCore", .product(name: "NIOCore", package: "swift-nio")],
             swiftSettings: swiftSettings
         ),
         // The client end of ferryd's socket: connect (starting ferryd on demand), handshake,
@@ -129,6 +134,7 @@ let package = Package(
         .target(
             name: "FerryStore",
             dependencies: [
+                "FerryCore",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -269,13 +275,18 @@ let package = Package(
         .executableTarget(name: "ImgShareShare", dependencies: ["ImgShareKit", "ExampleSupport", "Ferry", "ShareKit"], path: "Examples/ImgShare/Share", swiftSettings: swiftSettings),
         // MARK: Tests
         .testTarget(
+            name: "FerryCoreTests",
+            dependencies: ["FerryCore"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "FerryEngineTests",
-            dependencies: ["FerryEngine", "FerryTestSupport"],
+            dependencies: ["FerryCore", "FerryEngine", "FerryTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "FerryBatchTests",
-            dependencies: ["FerryBatch", "FerryEngine", "FerryTestSupport", .product(name: "NIOPosix", package: "swift-nio")],
+            dependencies: ["FerryCore", "FerryBatch", "FerryEngine", "FerryTestSupport", .product(name: "NIOPosix", package: "swift-nio")],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -288,12 +299,12 @@ let package = Package(
         ),
         .testTarget(
             name: "FerryProtocolTests",
-            dependencies: ["FerryProtocol", .product(name: "NIOEmbedded", package: "swift-nio")],
+            dependencies: ["FerryProtocol", "FerryCore", .product(name: "NIOEmbedded", package: "swift-nio")],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "FerryStoreTests",
-            dependencies: ["FerryStore"],
+            dependencies: ["FerryStore", "FerryCore"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -306,6 +317,7 @@ let package = Package(
             name: "FerryDaemonTests",
             // FerryDaemonApp: so that `swift test` builds the `ferryd` binary the tests run.
             dependencies: [
+                "FerryCore",
                 "FerryDaemon",
                 "FerryDaemonApp",
                 "FerryApps",

@@ -1,3 +1,4 @@
+public import FerryCore
 public import FerryEngine
 public import Foundation
 
@@ -35,8 +36,9 @@ public struct Configuration: Sendable {
     public var httpMaximumConnectionsPerHost: Int = 6
     /// Offer HTTP/2 on HTTPS (through ALPN). On by default.
     public var allowsHTTP2: Bool = true
-    /// Retries of failed requests. `.none` by default, as URLSession; `.standard` retries
-    /// lost connections and `429`/`503` with `Retry-After`.
+    /// Retries of failed requests, by the one rulebook (docs/retries.md). `.none` by default
+    /// in-process, as URLSession; `.standard` retries lost connections and `429`/`503`.
+    /// Background sessions send it with each task to ferryd (`.untilResourceTimeout`).
     public var retryPolicy: RetryPolicy = .none
     /// Uploads of 1 MiB or more from data or files use the IETF resumable-upload protocol
     /// when the server speaks it.
@@ -71,13 +73,14 @@ public struct Configuration: Sendable {
     /// ```
     ///
     /// Only one process at a time is connected to a background session; another one gets
-    /// ``FerryError/Code/backgroundSessionInUseByAnotherProcess``. Retries are ferryd's:
-    /// lost connections and `429`/`503` with `Retry-After` are retried with backoff until
-    /// ``timeoutIntervalForResource``.
+    /// ``FerryError/Code/backgroundSessionInUseByAnotherProcess``. Retries are ferryd's, with
+    /// this configuration's ``retryPolicy`` (sent with each task; `.untilResourceTimeout`
+    /// unless you set another): lost connections and `429`/`503` are retried by the one
+    /// rulebook (docs/retries.md) until ``timeoutIntervalForResource``.
     public static func background(identifier: String) -> Configuration {
         var configuration = Configuration(kind: .background)
         configuration.identifier = identifier
-        configuration.retryPolicy = .standard
+        configuration.retryPolicy = .untilResourceTimeout
         return configuration
     }
 

@@ -1,3 +1,4 @@
+public import FerryCore
 public import FerryEngine
 public import Foundation
 public import Logging
@@ -115,7 +116,7 @@ final class BatchRun: Sendable {
         /// Requests sent again for an item after a connection closed before any answer.
         var resends: [UInt8]
         /// Requests an item got a retryable status for.
-        var statusAttempts: [UInt8]
+        var statusAttempts: [Int32]
         /// The open connections, to close them when the batch is cancelled.
         var channels: [ObjectIdentifier: any Channel] = [:]
         /// Items waiting out a `Retry-After`.
@@ -247,16 +248,17 @@ final class BatchRun: Sendable {
     }
 
     /// How long to wait before asking for the item again after `status`, or nil when the
-    /// status is its answer (not retryable, attempts used up, `Retry-After` too far away).
+    /// status is its answer: the rulebook's decision for a GET (not retryable, attempts used
+    /// up, `Retry-After` too far away).
     func retryDelay(_ index: Int, status: Int, retryAfter field: String?) -> Duration? {
         let policy = settings.retryPolicy
         guard policy.retryableStatuses.contains(status) else { return nil }
-        let retryAfter = RetryPolicy.parseRetryAfter(field)
-        if let retryAfter, retryAfter > policy.maximumRetryAfter { return nil }
+        let outcome = AttemptOutcome.answered(status: status, retryAfter: RetryPolicy.parseRetryAfter(field))
         return state.withLock { state -> Duration? in
-            guard Int(state.statusAttempts[index]) + 1 < policy.maximumAttempts else { return nil }
-            state.statusAttempts[index] += 1
-            return retryAfter ?? policy.delay(afterFailures: Int(state.statusAttempts[index]))
+            let failures = Int(state.statusAttempts[index]) + 1
+            guard let delay = policy.decide(outcome, for: RetryRequest(method: "GET"), failures: failures).delay else { return nil }
+            state.statusAttempts[index] = Int32(clamping: failures)
+            return delay
         }
     }
 

@@ -1,3 +1,4 @@
+import FerryCore
 import ArgumentParser
 import Ferry
 import FerryEngine

@@ -1,3 +1,4 @@
+import FerryCore
 import FerryApps
 import FerryProtocol
 import FerryStore
@@ -201,13 +202,14 @@ extension Daemon {
         }
         var task = NewTask(
             sessionIdentifier: submission.sessionIdentifier, taskIdentifier: submission.taskIdentifier,
-            kind: TaskRecord.Kind(rawValue: submission.kind.rawValue) ?? .data, url: submission.request.url.absoluteString,
+            kind: submission.kind, url: submission.request.url,
             method: submission.request.method.uppercased(),
-            headers: submission.request.headers.map { HeaderField($0.name, $0.value) },
+            headers: submission.request.headers,
             bodyFile: submission.bodyFile, destinationFile: submission.destination,
             idempotencyKey: submission.idempotencyKey, priority: submission.priority,
             earliestBeginDate: submission.earliestBeginDate, taskDescription: submission.taskDescription,
-            resourceTimeout: submission.timeoutIntervalForResource, requestTimeout: submission.timeoutIntervalForRequest)
+            resourceTimeout: submission.timeoutIntervalForResource, requestTimeout: submission.timeoutIntervalForRequest,
+            retryPolicy: submission.retryPolicy)
         let container = containerURL(of: session)
         if let body = submission.bodyFile {
             guard FileManager.default.isReadableFile(atPath: body) else {

@@ -1,3 +1,4 @@
+import FerryCore
 import FerryEngine
 import FerryProtocol
 import FerryStore
@@ -70,7 +71,7 @@ extension Daemon {
                     kind: .globalLimit, message: "ferryd already runs \(configuration.globalTaskLimit) tasks, its limit")
                 continue
             }
-            let host = URL(string: record.url)?.host?.lowercased() ?? ""
+            let host = record.url.host?.lowercased() ?? ""
             let limit: Int
             if let known = limits[record.sessionIdentifier] {
                 limit = known
@@ -138,7 +139,8 @@ extension Daemon {
             }
             guard let session = try await store.session(key.session) else { return }
             let transfer = try await makeTransfer(record, session: session, deadline: deadline)
-            let reporter = TaskReporter(key: key, kind: record.kind, daemon: self, clock: clock, configuration: configuration)
+            let retry = RetryContext(record, defaultPolicy: configuration.defaultRetryPolicy, deadline: deadline)
+            let reporter = TaskReporter(key: key, kind: record.kind, retry: retry, daemon: self, clock: clock, configuration: configuration)
             logger.info("attempt started", metadata: ["attempt": "\(record.attemptCount)"])
             let outcome: Result<TransferResult, FerryError>
             do {
@@ -158,7 +160,7 @@ extension Daemon {
             case .success(let result):
                 try await complete(record, result: result, destination: transfer.destination, logger: logger)
             case .failure(let error):
-                try await attemptFailed(record, error: error, snapshot: snapshot, deadline: deadline, logger: logger)
+                try await attemptFailed(record, error: error, snapshot: snapshot, retry: retry, logger: logger)
             }
         } catch let error as FerryStoreError where error.underlyingError is StartRefused {
             return  // suspended or cancelled while it was being started: not ours to change
@@ -173,9 +175,7 @@ extension Daemon {
     /// The engine's transfer for a stored task: bodies from and to files, resume points,
     /// time-outs. ferryd retries itself (stored, with its clock), so the engine tries once.
     func makeTransfer(_ record: TaskRecord, session: SessionRecord, deadline: Date) async throws -> Transfer {
-        guard let url = URL(string: record.url) else { throw FerryError(.badURL, "the stored URL does not parse") }
-        var request = FerryEngine.Request(url: url, method: record.method)
-        for header in record.headers { request.headers.add(name: header.name, value: header.value) }
+        let request = FerryEngine.Request(url: record.url, method: record.method, headers: record.headers)
         let destination: Destination
         switch record.kind {
         case .download:
@@ -220,7 +220,7 @@ extension Daemon {
     private func complete(_ record: TaskRecord, result: TransferResult, destination: Destination, logger: Logger) async throws {
         let key = record.key
         var kinds: [EventKind] = [
-            .response(ResponseHead(statusCode: result.response.statusCode, headers: result.response.headers.map { Header($0.name, $0.value) })),
+            .response(ResponseHead(statusCode: result.response.statusCode, headers: result.response.headers)),
         ]
         if let body = result.body, !body.isEmpty {
             var offset = 0
@@ -251,26 +251,38 @@ extension Daemon {
         await eventsStored(in: key.session)
     }
 
-    private func attemptFailed(_ record: TaskRecord, error: FerryError, snapshot: TaskReporter.Snapshot, deadline: Date, logger: Logger) async throws {
+    /// The rulebook's answer for a failed attempt (a retryable status decided it already):
+    /// stored as the next attempt's time, or the task's failure.
+    private func attemptFailed(_ record: TaskRecord, error: FerryError, snapshot: TaskReporter.Snapshot, retry: RetryContext, logger: Logger) async throws {
         let key = record.key
         await persistProgress(key, snapshot)
         let now = clock.now
-        let decision = RetryRules(
-            initialDelay: configuration.initialRetryDelay, maximumDelay: configuration.maximumRetryDelay
-        ).decide(
-            error: error, hint: snapshot.retryHint, method: record.method,
-            resumableUpload: snapshot.uploadResource != nil || record.uploadResourceURL != nil,
-            failures: record.attemptCount, now: now, deadline: deadline)
+        var retry = retry
+        retry.request.resumes = retry.request.resumes || snapshot.uploadResource != nil
+        let decision = snapshot.retryHint?.decision ?? retry.decide(error.attemptOutcome(responseArrived: false, bodyDelivered: false), now: now)
+        let code = snapshot.retryHint.map { "http\($0.statusCode)" } ?? error.code.description
         switch decision {
-        case .retry(let at, let reason, let code, let message):
-            try await store.scheduleRetry(session: key.session, task: key.task, errorCode: code, errorMessage: message, at: at, reason: reason, now: now)
-            logger.info("attempt failed; retrying", metadata: ["error": "\(code)", "at": "\(at.iso8601)", "reason": "\(reason)"])
-        case .fail(let code, let message):
-            let current = try await store.task(session: key.session, task: key.task)
-            let resumeData = if let current { await resumeData(for: current) } else { Data?.none }
+        case .retryAfter(let delay, let wait, let reason), .resume(let delay, let wait, let reason):
+            let at = now.addingTimeInterval(Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)
+            let message = snapshot.retryHint == nil ? error.message : reason
+            try await store.scheduleRetry(session: key.session, task: key.task, errorCode: code, errorMessage: message, at: at, reason: wait, now: now)
+            logger.info("attempt failed; retrying", metadata: ["error": "\(code)", "at": "\(at.iso8601)", "reason": "\(wait)"])
+        case .retryNow(let reason):
+            try await store.scheduleRetry(session: key.session, task: key.task, errorCode: code, errorMessage: reason, at: now, reason: .backoff, now: now)
+        case .outOfTime(let reason):
+            logger.notice("task failed", metadata: ["error": "timedOut"])
+            try await fail(key, code: "timedOut", message: reason, resumeData: await currentResumeData(key))
+        case .fail(let reason), .deliver(let reason):
+            let message: String
+            if case .permanent = error.attemptOutcome(responseArrived: false, bodyDelivered: false) { message = error.message } else { message = "\(error.message); \(reason)" }
             logger.notice("task failed", metadata: ["error": "\(code)"])
-            try await fail(key, code: code, message: message, resumeData: resumeData)
+            try await fail(key, code: code, message: message, resumeData: await currentResumeData(key))
         }
+    }
+
+    private func currentResumeData(_ key: TaskKey) async -> Data? {
+        guard let current = try? await store.task(session: key.session, task: key.task) else { return nil }
+        return await resumeData(for: current)
     }
 
     /// Where a download writes: the stored destination, or the default in its container.
@@ -281,11 +293,11 @@ extension Daemon {
 
     /// Resume data for a download that has a validator and bytes on disk; nil otherwise.
     func resumeData(for record: TaskRecord) async -> Data? {
-        guard record.kind == .download, let validator = record.resumeValidator, let url = URL(string: record.url),
+        guard record.kind == .download, let validator = record.resumeValidator,
             let file = try? await destination(of: record), let size = Self.fileSize(file.path), size > 0
         else { return nil }
         return DownloadResumeToken(
-            url: url, method: record.method, headers: record.headers.map { [$0.name, $0.value] },
+            url: record.url, method: record.method, headers: record.headers.map { [$0.name, $0.value] },
             partialFile: file.path, bytesReceived: size, validator: validator
         ).encoded()
     }

@@ -1,3 +1,4 @@
+public import FerryCore
 public import Foundation
 
 /// ferryd's settings: where its files are and the limits it keeps. `ferryd` fills the paths
@@ -30,9 +31,10 @@ public struct DaemonConfiguration: Sendable {
     public var progressInterval: TimeInterval = 0.1
     /// Progress and resume points are written to the store at most this often per task.
     public var progressPersistInterval: TimeInterval = 1
-    /// Backoff after network failures: the first wait, and the cap (jitter 50–100 % on top).
-    public var initialRetryDelay: TimeInterval = 1
-    public var maximumRetryDelay: TimeInterval = 600
+    /// The retry policy of tasks submitted without one (the CLI, raw protocol clients): attempts
+    /// until the resource deadline, backoff from 1 s to 10 min. A background `Session` sends
+    /// its configuration's policy with each task.
+    public var defaultRetryPolicy: RetryPolicy = .untilResourceTimeout
     /// A launched app that has not attached after this long is launched again (with backoff).
     public var launchConnectTimeout: TimeInterval = 60
     /// Finished tasks whose events were all acknowledged are forgotten this long after their

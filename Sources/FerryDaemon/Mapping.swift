@@ -1,9 +1,12 @@
+import FerryCore
 import FerryProtocol
 import FerryStore
 import Foundation
 import NIOCore
 
-// Between the protocol's values and the store's records: the store knows no protocol.
+// Between the protocol's values and the store's records: the store knows no protocol. Both
+// share FerryCore's kind, state, header fields and retry policy, so nothing is converted by
+// name and nothing falls back to a guess.
 
 extension TaskRecord {
     var key: TaskKey { TaskKey(session: sessionIdentifier, task: taskIdentifier) }
@@ -12,10 +15,7 @@ extension TaskRecord {
     func info(waitingReason reason: WaitingReason? = nil) -> TaskInfo {
         TaskInfo(
             sessionIdentifier: sessionIdentifier, taskIdentifier: taskIdentifier,
-            kind: TaskKind(rawValue: kind.rawValue) ?? .data, state: FerryProtocol.TaskState(rawValue: state.rawValue) ?? .waiting,
-            request: TaskRequest(
-                url: URL(string: url) ?? URL(string: "http://invalid.invalid/")!, method: method,
-                headers: headers.map { Header($0.name, $0.value) }),
+            kind: kind, state: state, request: TaskRequest(url: url, method: method, headers: headers),
             taskDescription: taskDescription, idempotencyKey: idempotencyKey, priority: priority,
             earliestBeginDate: earliestBeginDate, bytesSent: bytesSent, bytesReceived: bytesReceived,
             bytesExpectedToSend: bytesExpectedToSend, bytesExpectedToReceive: bytesExpectedToReceive,

@@ -1,3 +1,4 @@
+import FerryCore
 import FerryEngine
 import FerryProtocol
 import FerryStore
@@ -6,7 +7,8 @@ import NIOConcurrencyHelpers
 
 /// The engine's observer for one attempt: keeps the totals, the download's validator and
 /// the upload's resource; sends live progress (coalesced) and saves the resume point every
-/// `progressPersistInterval`; turns a 429/503 into a stored retry instead of a response.
+/// `progressPersistInterval`; turns a 429/503 into a stored retry instead of a response when
+/// the rulebook says so (with the task's policy).
 final class TaskReporter: TransferObserver {
     struct Snapshot: Sendable {
         var bytesSent: Int64 = 0
@@ -25,16 +27,20 @@ final class TaskReporter: TransferObserver {
     }
 
     let key: TaskKey
-    let kind: TaskRecord.Kind
+    let kind: TaskKind
+    /// What the rulebook needs for a retryable status: the task's policy, its request, the
+    /// attempts so far (this one included) and its resource deadline.
+    let retry: RetryContext
     let daemon: Daemon
     let clock: any DaemonClock
     let liveInterval: Duration
     let persistInterval: Duration
     private let state = NIOLockedValueBox(State())
 
-    init(key: TaskKey, kind: TaskRecord.Kind, daemon: Daemon, clock: any DaemonClock, configuration: DaemonConfiguration) {
+    init(key: TaskKey, kind: TaskKind, retry: RetryContext, daemon: Daemon, clock: any DaemonClock, configuration: DaemonConfiguration) {
         self.key = key
         self.kind = kind
+        self.retry = retry
         self.daemon = daemon
         self.clock = clock
         self.liveInterval = .milliseconds(Int64(configuration.progressInterval * 1000))
@@ -44,10 +50,13 @@ final class TaskReporter: TransferObserver {
     var snapshot: Snapshot { state.withLockedValue { $0.snapshot } }
 
     func transferDidReceive(response: Response) async -> Bool {
-        if RetryRules.retryableStatuses.contains(response.statusCode) {
-            let delay = RetryPolicy.parseRetryAfter(response.headers["Retry-After"], now: clock.now)
-            state.withLockedValue { $0.snapshot.retryHint = RetryHint(statusCode: response.statusCode, retryAfter: delay) }
-            return false
+        if retry.policy.retryableStatuses.contains(response.statusCode) {
+            let retryAfter = RetryPolicy.parseRetryAfter(response.headers["Retry-After"], now: clock.now)
+            let decision = retry.decide(.answered(status: response.statusCode, retryAfter: retryAfter), now: clock.now)
+            if case .deliver = decision {} else {
+                state.withLockedValue { $0.snapshot.retryHint = RetryHint(statusCode: response.statusCode, decision: decision) }
+                return false
+            }
         }
         if kind == .download {
             let validator: String? = if let etag = response.etag, !etag.hasPrefix("W/") { etag } else { response.lastModified }
@@ -112,84 +121,32 @@ final class TaskReporter: TransferObserver {
     }
 }
 
-/// A 429 or 503 answer, and the `Retry-After` it carried.
+/// A retryable status the rulebook said to try again after: the status, and the decision
+/// (made once, with its jitter) that the scheduler stores.
 struct RetryHint: Sendable, Hashable {
     var statusCode: Int
-    var retryAfter: Duration?
+    var decision: RetryDecision
 }
 
-/// Which failed attempts ferryd tries again, and when (docs/ferryd.md, "Retries").
-///
-/// - 429 and 503: the server said it did not handle the request, so any method is tried
-///   again: exactly `Retry-After` later when given, else after the backoff.
-/// - Network failures (lost or refused connections, time-outs, DNS): tried again with
-///   exponential backoff and jitter when repeating is safe: an idempotent method, an upload
-///   the server lets us resume, or a failure before anything was sent (cannot connect or
-///   find the host). A POST whose connection broke after it was sent is not repeated: the
-///   server may have acted on it, so the task fails and is never reported successful
-///   without a response.
-/// - Everything else fails the task.
-/// - Nothing is retried past the task's resource deadline (`timeoutIntervalForResource`).
-struct RetryRules: Sendable {
-    static let retryableStatuses: Set<Int> = [429, 503]
-    var initialDelay: TimeInterval
-    var maximumDelay: TimeInterval
+/// One task's side of the rulebook in ferryd: its policy (the session's, or ferryd's
+/// default), what repeating its request costs, and its resource deadline.
+struct RetryContext: Sendable {
+    var policy: RetryPolicy
+    var request: RetryRequest
+    /// Attempts started so far, this one included.
+    var failures: Int
+    var deadline: Date
 
-    enum Decision: Hashable, Sendable {
-        case retry(at: Date, reason: TaskRecord.RetryReason, code: String, message: String)
-        case fail(code: String, message: String)
+    init(_ record: TaskRecord, defaultPolicy: RetryPolicy, deadline: Date) {
+        policy = record.retryPolicy ?? defaultPolicy
+        // ferryd schedules every retry itself (stored, with its clock): no immediate resend.
+        request = RetryRequest(method: record.method, resumes: record.uploadResourceURL != nil, immediateResendAvailable: false)
+        failures = record.attemptCount
+        self.deadline = deadline
     }
 
-    static func isIdempotent(_ method: String) -> Bool {
-        ["GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"].contains(method.uppercased())
-    }
-
-    /// The wait after `failures` failed attempts: `initialDelay × 2ⁿ⁻¹`, capped, times a
-    /// random 0.5…1.0.
-    func backoff(afterFailures failures: Int, random: Double = .random(in: 0...1)) -> TimeInterval {
-        let raw = initialDelay * pow(2, Double(min(max(failures - 1, 0), 30)))
-        return min(raw, maximumDelay) * (0.5 + 0.5 * min(max(random, 0), 1))
-    }
-
-    func decide(
-        error: FerryError, hint: RetryHint?, method: String, resumableUpload: Bool, failures: Int,
-        now: Date, deadline: Date, random: Double = .random(in: 0...1)
-    ) -> Decision {
-        let at: Date
-        let reason: TaskRecord.RetryReason
-        let code: String
-        let message: String
-        if let hint {
-            code = "http\(hint.statusCode)"
-            if let retryAfter = hint.retryAfter {
-                let seconds = Double(retryAfter.components.seconds) + Double(retryAfter.components.attoseconds) / 1e18
-                at = now.addingTimeInterval(seconds)
-                reason = .retryAfter
-                message = "HTTP \(hint.statusCode) with Retry-After \(Int(seconds.rounded())) s"
-            } else {
-                at = now.addingTimeInterval(backoff(afterFailures: failures, random: random))
-                reason = .backoff
-                message = "HTTP \(hint.statusCode) without Retry-After"
-            }
-        } else if error.isRetryable {
-            let nothingSent = error.code == .cannotConnectToHost || error.code == .cannotFindHost
-            guard Self.isIdempotent(method) || resumableUpload || nothingSent else {
-                return .fail(
-                    code: error.code.description,
-                    message: "\(error.message); the \(method) request is not sent again because the server may already have acted on it")
-            }
-            at = now.addingTimeInterval(backoff(afterFailures: failures, random: random))
-            reason = .backoff
-            code = error.code.description
-            message = error.message
-        } else {
-            return .fail(code: error.code.description, message: error.message)
-        }
-        guard at <= deadline else {
-            return .fail(
-                code: "timedOut",
-                message: "gave up: the next attempt (\(message)) would come after the task's timeoutIntervalForResource")
-        }
-        return .retry(at: at, reason: reason, code: code, message: message)
+    func decide(_ outcome: AttemptOutcome, now: Date, random: Double = .random(in: 0...1)) -> RetryDecision {
+        let left = max(0, deadline.timeIntervalSince(now))
+        return policy.decide(outcome, for: request, failures: failures, timeLeft: .milliseconds(Int64(left * 1000)), random: random)
     }
 }

@@ -1,3 +1,4 @@
+import FerryCore
 public import Foundation
 
 /// Settings shared by every transfer of one ``TransferEngine`` (one connection pool).

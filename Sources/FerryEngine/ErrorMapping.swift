@@ -1,3 +1,4 @@
+import FerryCore
 import AsyncHTTPClient
 public import Foundation
 import NIOCore

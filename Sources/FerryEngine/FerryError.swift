@@ -1,3 +1,4 @@
+public import FerryCore
 public import Foundation
 
 /// An error from a transfer: a code you can switch on, the URL that failed, and the cause.
@@ -111,15 +112,21 @@ public struct FerryError: Error, Sendable, CustomStringConvertible {
         return text
     }
 
-    /// Whether trying the same request again later could succeed: lost connections,
-    /// refused connections and time-outs are; bad URLs, files and integrity failures are not.
-    public var isRetryable: Bool {
+    /// What this failure means for the retry rulebook. The one classification of errors,
+    /// used in-process and by ferryd: no connection (refused, no such host, TLS handshake)
+    /// means nothing was sent; a connection lost before any response byte (and before any
+    /// body byte was handed over) is `closedBeforeResponse`; other losses and idle time-outs
+    /// broke an exchange that had begun; everything else is permanent.
+    public func attemptOutcome(responseArrived: Bool, bodyDelivered: Bool) -> AttemptOutcome {
         switch code {
-        case .networkConnectionLost, .cannotConnectToHost, .timedOut, .cannotFindHost,
-            .secureConnectionFailed:
-            return true
+        case .cannotConnectToHost, .cannotFindHost, .secureConnectionFailed:
+            return .notConnected
+        case .networkConnectionLost where !responseArrived && !bodyDelivered:
+            return .closedBeforeResponse
+        case .networkConnectionLost, .timedOut:
+            return .brokenAfterSending
         default:
-            return false
+            return .permanent
         }
     }
 }

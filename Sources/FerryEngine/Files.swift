@@ -1,3 +1,4 @@
+import FerryCore
 import FerrySystem
 package import Foundation
 import NIOCore

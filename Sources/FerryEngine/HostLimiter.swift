@@ -1,3 +1,4 @@
+import FerryCore
 import NIOConcurrencyHelpers
 
 /// Caps how many requests run at once against one host (`httpMaximumConnectionsPerHost`).

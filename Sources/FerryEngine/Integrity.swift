@@ -1,3 +1,4 @@
+import FerryCore
 import Crypto
 package import Foundation
 package import NIOCore

@@ -1,3 +1,4 @@
+import FerryCore
 import NIOConcurrencyHelpers
 
 /// Shared, lock-protected counters of one transfer: what moved and when, so the

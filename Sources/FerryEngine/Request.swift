@@ -1,3 +1,4 @@
+public import FerryCore
 public import Foundation
 
 /// What to send: the `URLRequest` of Ferry.

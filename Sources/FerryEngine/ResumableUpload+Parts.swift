@@ -1,4 +1,5 @@
 // The pieces of a resumable upload's appends: the server's `Upload-Limit`, and one part of the body.
+import FerryCore
 import Foundation
 import NIOCore
 import NIOHTTP1

@@ -1,5 +1,6 @@
 // Requests about an upload rather than its bytes: how much an existing resource holds (`HEAD`),
 // giving it up (`DELETE`), and the shared way to send them and the `OPTIONS` probe.
+import FerryCore
 import AsyncHTTPClient
 import Foundation
 import NIOCore
@@ -17,9 +18,13 @@ extension TransferEngine {
             // restarted from zero) because the server could not answer now. Ask again later.
             if code >= 500 || code == 429 || code == 408 {
                 let retryAfter = RetryPolicy.parseRetryAfter(response.headers.first(name: "Retry-After"))
-                throw RetryLater(
-                    delay: retryAfter, reason: "HEAD on the upload resource: HTTP \(code)",
-                    error: FerryError(.networkConnectionLost, "the upload was interrupted and the server could not say how much it has (HEAD answered \(code))", url: resource.location))
+                let outcome: AttemptOutcome = code == 429 || code == 503 ? .answered(status: code, retryAfter: retryAfter) : .brokenAfterSending
+                if let delay = state.transfer.retry.decide(outcome, for: state.retryRequest, failures: state.failures + 1).delay {
+                    throw RetryLater(delay: delay, reason: "HEAD on the upload resource: HTTP \(code)")
+                }
+                throw FerryError(
+                    .networkConnectionLost, "the upload was interrupted and the server could not say how much it has (HEAD answered \(code))",
+                    url: resource.location)
             }
             return nil
         }

@@ -1,3 +1,4 @@
+import FerryCore
 import AsyncHTTPClient
 import Foundation
 import NIOConcurrencyHelpers
@@ -172,7 +173,7 @@ extension TransferEngine {
             throw FerryError(.dataLengthExceedsMaximum, reason, url: request.url)
         }
         // From here the upload can be continued, whatever the method.
-        state.canRepeat = true
+        state.continuesUpload = true
 
         progress.startSending(from: offset, expected: total)
         var conflicts = 0
@@ -319,7 +320,7 @@ extension TransferEngine {
     private func resumePoint(of resource: ResumableUploadResource, total: Int64, state: inout AttemptState) async throws -> Int64? {
         let request = state.request
         guard let status = try await uploadStatus(of: resource, state: &state) else {
-            if resource.mayHaveCompleted, !RetryPolicy.isIdempotent(request.method) {
+            if resource.mayHaveCompleted, !RetryRequest.isIdempotent(request.method) {
                 // The server may have received all of the POST and acted before forgetting it.
                 throw FerryError(
                     .badServerResponse,

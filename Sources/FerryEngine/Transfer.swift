@@ -1,3 +1,4 @@
+public import FerryCore
 public import Foundation
 
 /// One transfer for ``TransferEngine/run(_:observer:)``: the request, its body, where the

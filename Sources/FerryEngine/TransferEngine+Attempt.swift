@@ -1,3 +1,4 @@
+import FerryCore
 import AsyncHTTPClient
 import Foundation
 import NIOCore
@@ -8,8 +9,7 @@ extension TransferEngine {
     func attempt(
         _ state: inout AttemptState,
         observer: any TransferObserver,
-        progress: TransferProgress,
-        isLastAttempt: Bool
+        progress: TransferProgress
     ) async throws -> TransferResult {
         var hops = 0
         while true {
@@ -21,7 +21,7 @@ extension TransferEngine {
                 return try await resumableUpload(upload, state: &state, observer: observer, progress: progress)
             }
             let step: Step = try await limiter.withSlot(host: host) {
-                try await self.send(request, state: &state, hops: hops, observer: observer, progress: progress, isLastAttempt: isLastAttempt)
+                try await self.send(request, state: &state, hops: hops, observer: observer, progress: progress)
             }
             switch step {
             case .done(let result):
@@ -44,8 +44,7 @@ extension TransferEngine {
         state: inout AttemptState,
         hops: Int,
         observer: any TransferObserver,
-        progress: TransferProgress,
-        isLastAttempt: Bool
+        progress: TransferProgress
     ) async throws -> Step {
         progress.touch()
         var outgoing = try makeClientRequest(request, upload: state.transfer.upload, progress: progress)
@@ -63,7 +62,6 @@ extension TransferEngine {
         defer { output?.close() }
 
         state.requestCount += 1
-        if state.transfer.upload != nil { state.canRepeat = state.canRepeat && RetryPolicy.isIdempotent(request.method) }
         logger.debug("request", metadata: ["method": "\(request.method)", "url": "\(request.url.redactedForLogs)"])
         state.responseHeadArrived = false
         let clientResponse = try await client.execute(outgoing, deadline: .distantFuture, logger: logger)
@@ -100,15 +98,14 @@ extension TransferEngine {
             }
         }
 
-        // Try again later, when the policy says so and the server said when.
-        if state.transfer.retry.retryableStatuses.contains(response.statusCode), !isLastAttempt, state.canRepeat {
+        // Try again later, when the rulebook says so (429/503 with the policy's statuses).
+        if state.transfer.retry.retryableStatuses.contains(response.statusCode) {
             let retryAfter = RetryPolicy.parseRetryAfter(response.headers["Retry-After"])
-            if retryAfter.map({ $0 <= state.transfer.retry.maximumRetryAfter }) ?? true {
+            let decision = state.transfer.retry.decide(
+                .answered(status: response.statusCode, retryAfter: retryAfter), for: state.retryRequest, failures: state.failures + 1)
+            if let delay = decision.delay {
                 _ = try? await clientResponse.body.collect(upTo: 1 << 20)
-                throw RetryLater(
-                    delay: retryAfter,
-                    reason: "HTTP \(response.statusCode)" + (retryAfter.map { ", Retry-After \($0)" } ?? ""),
-                    error: FerryError(.unknown, "HTTP \(response.statusCode)", url: request.url))
+                throw RetryLater(delay: delay, reason: decision.reason)
             }
         }
 

@@ -1,3 +1,4 @@
+import FerryCore
 import AsyncHTTPClient
 import Foundation
 import NIOCore

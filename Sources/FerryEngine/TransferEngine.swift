@@ -1,3 +1,4 @@
+import FerryCore
 import AsyncHTTPClient
 import Foundation
 public import Logging
@@ -122,54 +123,49 @@ public final class TransferEngine: Sendable {
         }
     }
 
+    /// Attempts until one succeeds or the rulebook (``RetryPolicy/decide(_:for:failures:timeLeft:random:)``)
+    /// says the response or the failure is the answer.
     private func runWithRetries(_ transfer: Transfer, observer: any TransferObserver, progress: TransferProgress) async throws -> TransferResult {
-        var attempt = 1
-        var state = AttemptState(transfer: transfer)
+        var state = AttemptState(transfer: transfer, resendsWhenClosedBeforeResponse: configuration.resendsWhenClosedBeforeResponse)
         while true {
+            let delay: Duration
+            let reason: String
             do {
-                return try await self.attempt(&state, observer: observer, progress: progress, isLastAttempt: attempt >= transfer.retry.maximumAttempts)
+                return try await self.attempt(&state, observer: observer, progress: progress)
             } catch let retry as RetryLater {
-                guard attempt < transfer.retry.maximumAttempts else { throw retry.error }
-                let delay = retry.delay ?? transfer.retry.delay(afterFailures: attempt)
-                logger.info("retrying", metadata: ["url": "\(transfer.request.url.redactedForLogs)", "after": "\(delay)", "reason": "\(retry.reason)"])
-                observer.transferWillRetry(after: delay, reason: retry.reason)
-                try await sleeper.sleep(for: delay)
-                progress.touch()
-                attempt += 1
+                (delay, reason) = (retry.delay, retry.reason)
             } catch let error {
                 let mapped = FerryError.from(error, url: state.request.url)
-                if configuration.resendsWhenClosedBeforeResponse, mapped.code == .networkConnectionLost,
-                    !state.responseHeadArrived, !state.immediateRetryUsed,
-                    RetryPolicy.isIdempotent(state.request.method), state.canRepeat, state.deliveredBodyBytes == 0
-                {
-                    // The connection closed before any response: most often a pooled keep-alive
-                    // connection the server had just closed. An idempotent request is sent once
-                    // more at once, whatever the policy, as URLSession does (RFC 9110 §9.2.2).
+                let outcome = mapped.attemptOutcome(responseArrived: state.responseHeadArrived, bodyDelivered: state.deliveredBodyBytes > 0)
+                let decision = transfer.retry.decide(outcome, for: state.retryRequest, failures: state.failures + 1)
+                switch decision {
+                case .retryNow:
+                    // Most often a pooled keep-alive connection the server had just closed: an
+                    // idempotent request goes again at once, whatever the policy, as URLSession
+                    // does (RFC 9110 §9.2.2).
                     state.immediateRetryUsed = true
                     logger.debug("sending again at once", metadata: ["url": "\(transfer.request.url.redactedForLogs)", "error": "\(mapped.shortDescription)"])
                     progress.touch()
                     continue
+                case .retryAfter(let wait, _, _), .resume(let wait, _, _):
+                    (delay, reason) = (wait, mapped.message)
+                case .deliver, .fail, .outOfTime:
+                    throw mapped
                 }
-                // Chunks already handed to the observer cannot be taken back: a data task
-                // that delivered part of its body is not silently started again.
-                let delivered = state.deliveredBodyBytes > 0 && !state.writesToFile
-                guard mapped.isRetryable, attempt < transfer.retry.maximumAttempts, state.canRepeat, !delivered else { throw mapped }
-                let delay = transfer.retry.delay(afterFailures: attempt)
-                logger.info("retrying", metadata: ["url": "\(transfer.request.url.redactedForLogs)", "after": "\(delay)", "error": "\(mapped.shortDescription)"])
-                observer.transferWillRetry(after: delay, reason: mapped.message)
-                try await sleeper.sleep(for: delay)
-                progress.touch()
-                attempt += 1
             }
+            state.failures += 1
+            logger.info("retrying", metadata: ["url": "\(transfer.request.url.redactedForLogs)", "after": "\(delay)", "reason": "\(reason)"])
+            observer.transferWillRetry(after: delay, reason: reason)
+            try await sleeper.sleep(for: delay)
+            progress.touch()
         }
     }
 }
 
-/// A response the policy says to try again after (`503` + `Retry-After`).
+/// A response the rulebook says to try again after (`503` + `Retry-After`, or the backoff).
 struct RetryLater: Error {
-    var delay: Duration?
+    var delay: Duration
     var reason: String
-    var error: FerryError
 }
 
 /// What one transfer has learnt across its attempts.
@@ -182,8 +178,11 @@ struct AttemptState {
     var validator: String?
     /// A resumable upload's resource and protocol version, once created.
     var uploadResource: ResumableUploadResource?
-    /// False when repeating could do harm (a POST whose body left) or cannot work (a stream).
-    var canRepeat: Bool
+    /// Failed attempts so far (the immediate resend is not one).
+    var failures = 0
+    /// The server keeps the upload's resource: a new attempt continues from its offset.
+    var continuesUpload = false
+    let resendsWhenClosedBeforeResponse: Bool
     /// Body bytes passed to the observer so far (memory and stream destinations).
     var deliveredBodyBytes: Int64 = 0
     /// Whether the last request sent got a response head (false: it failed before one).
@@ -195,14 +194,23 @@ struct AttemptState {
         return false
     }
 
-    init(transfer: Transfer) {
+    /// What the rulebook needs to know about sending the current request again.
+    var retryRequest: RetryRequest {
+        RetryRequest(
+            method: request.method, body: transfer.upload?.isSeekable == false ? .stream : .repeatable,
+            resumes: continuesUpload || (writesToFile && validator != nil),
+            deliveredBody: deliveredBodyBytes > 0 && !writesToFile,
+            immediateResendAvailable: resendsWhenClosedBeforeResponse && !immediateRetryUsed)
+    }
+
+    init(transfer: Transfer, resendsWhenClosedBeforeResponse: Bool = true) {
         self.transfer = transfer
         self.request = transfer.request
-        let repeatableBody = transfer.upload?.isSeekable ?? true
-        self.canRepeat = repeatableBody && RetryPolicy.isIdempotent(transfer.request.method)
+        self.resendsWhenClosedBeforeResponse = resendsWhenClosedBeforeResponse
         if case .file(_, let resume?) = transfer.destination { validator = resume.validator }
         if let point = transfer.resumeUpload, let version = ResumableUploadVersion(rawValue: point.interopVersion) {
             uploadResource = ResumableUploadResource(location: point.location, version: version)
+            continuesUpload = true  // the server's offset says what it has
         }
     }
 }

@@ -1,3 +1,4 @@
+import FerryCore
 public import Foundation
 import NIOCore
 

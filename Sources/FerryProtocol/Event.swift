@@ -1,3 +1,4 @@
+public import FerryCore
 public import Foundation
 
 /// A stored event of a background session, pushed to the owning connection in order.
@@ -85,8 +86,8 @@ extension EventKind: Codable {
 /// A response's status and header fields.
 public struct ResponseHead: Hashable, Sendable, Codable {
     public var statusCode: Int
-    public var headers: [Header]
-    public init(statusCode: Int, headers: [Header] = []) {
+    public var headers: HeaderFields
+    public init(statusCode: Int, headers: HeaderFields = [:]) {
         self.statusCode = statusCode
         self.headers = headers
     }

@@ -1,69 +1,13 @@
+public import FerryCore
 public import Foundation
-
-/// What a task does with its bodies.
-public enum TaskKind: String, Hashable, Sendable, Codable, CaseIterable {
-    /// The response body is handed over in ``EventKind/data(_:)`` events.
-    case data
-    /// The response body is written to a file handed over in ``EventKind/downloadFinished(_:)``.
-    case download
-    /// The request body is read from ``TaskSubmission/bodyFile``.
-    case upload
-}
-
-/// Where a task is in its life, as ferryd sees it.
-///
-/// Valid transitions: `waiting` → `running` | `suspended` | `cancelled`;
-/// `running` → `waiting` (retry later) | `suspended` | `completed` | `failed` | `cancelled`;
-/// `suspended` → `waiting` | `cancelled`. `completed`, `failed` and `cancelled` are final.
-/// A new state is a new protocol version: older peers refuse values they do not know.
-public enum TaskState: String, Hashable, Sendable, Codable, CaseIterable {
-    /// Ready to run, or waiting for its begin date, a retry time or a free connection.
-    case waiting
-    case running
-    case suspended
-    case completed
-    case failed
-    case cancelled
-
-    /// Completed, failed or cancelled: the task will not run again.
-    public var isFinal: Bool { self == .completed || self == .failed || self == .cancelled }
-}
-
-/// One HTTP header field; written as a two-element array, `["Accept", "*/*"]`, so order and
-/// repeated names survive.
-public struct Header: Hashable, Sendable, Codable {
-    public var name: String
-    public var value: String
-
-    public init(_ name: String, _ value: String) {
-        self.name = name
-        self.value = value
-    }
-
-    public init(from decoder: any Decoder) throws {
-        var container = try decoder.unkeyedContainer()
-        name = try container.decode(String.self)
-        value = try container.decode(String.self)
-        guard container.isAtEnd else {
-            throw DecodingError.dataCorruptedError(
-                in: container, debugDescription: "a header is a [name, value] pair")
-        }
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.unkeyedContainer()
-        try container.encode(name)
-        try container.encode(value)
-    }
-}
 
 /// The request a task sends: URL, method and header fields. The body, if any, is a file.
 public struct TaskRequest: Hashable, Sendable, Codable {
     public var url: URL
     public var method: String
-    public var headers: [Header]
+    public var headers: HeaderFields
 
-    public init(url: URL, method: String = "GET", headers: [Header] = []) {
+    public init(url: URL, method: String = "GET", headers: HeaderFields = [:]) {
         self.url = url
         self.method = method
         self.headers = headers
@@ -106,6 +50,10 @@ public struct TaskSubmission: Hashable, Sendable, Codable {
     /// The configuration's `timeoutIntervalForRequest`: an attempt fails when no byte moves
     /// for this many seconds (and is retried when that is safe). nil: 60 s.
     public var timeoutIntervalForRequest: Double?
+    /// The session's retry policy; ferryd applies the one rulebook with it
+    /// (``RetryPolicy/decide(_:for:failures:timeLeft:random:)``). nil: ferryd's default,
+    /// ``RetryPolicy/untilResourceTimeout``.
+    public var retryPolicy: RetryPolicy?
 
     /// What ``timeoutIntervalForResource`` is when a submission leaves it out: 7 days.
     public static let defaultResourceTimeout: Double = 7 * 24 * 3600
@@ -123,7 +71,8 @@ public struct TaskSubmission: Hashable, Sendable, Codable {
         taskDescription: String? = nil,
         resumeData: Data? = nil,
         timeoutIntervalForResource: Double? = nil,
-        timeoutIntervalForRequest: Double? = nil
+        timeoutIntervalForRequest: Double? = nil,
+        retryPolicy: RetryPolicy? = nil
     ) {
         self.sessionIdentifier = sessionIdentifier
         self.taskIdentifier = taskIdentifier
@@ -138,6 +87,7 @@ public struct TaskSubmission: Hashable, Sendable, Codable {
         self.resumeData = resumeData
         self.timeoutIntervalForResource = timeoutIntervalForResource
         self.timeoutIntervalForRequest = timeoutIntervalForRequest
+        self.retryPolicy = retryPolicy
     }
 
     /// The characters of an HTTP token (RFC 9110 §5.6.2), for methods.

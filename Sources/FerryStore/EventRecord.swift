@@ -29,6 +29,7 @@ public struct EventRecord: Hashable, Sendable, Codable {
 
 extension EventRecord: StoredRecord {
     static let databaseTableName = "event"
+    static let identityColumns = ["sequence"]
 }
 
 /// An event to store: ``EventRecord`` before it has a sequence number.

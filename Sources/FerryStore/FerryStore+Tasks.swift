@@ -1,3 +1,4 @@
+public import FerryCore
 public import Foundation
 import GRDB
 
@@ -169,7 +170,7 @@ extension FerryStore {
     /// Sets a task's state, and its last error when one is given, in one transaction.
     @discardableResult
     public func updateState(
-        session: String, task: Int, to state: TaskRecord.State,
+        session: String, task: Int, to state: TaskState,
         errorCode: String? = nil, errorMessage: String? = nil,
         appending events: [NewEvent] = [], now: Date = Date()
     ) async throws -> TaskRecord {
@@ -187,7 +188,7 @@ extension FerryStore {
     @discardableResult
     public func scheduleRetry(
         session: String, task: Int, errorCode: String, errorMessage: String, at retryAt: Date,
-        reason: TaskRecord.RetryReason = .backoff, now: Date = Date()
+        reason: RetryWait = .backoff, now: Date = Date()
     ) async throws -> TaskRecord {
         try await updateTask(session: session, task: task, now: now) { record in
             record.state = .waiting
@@ -231,11 +232,11 @@ extension FerryStore {
     }
 
     /// How many tasks are in each state, all sessions together (`ferry daemon status`).
-    public func taskCounts() async throws -> [TaskRecord.State: Int] {
+    public func taskCounts() async throws -> [TaskState: Int] {
         try await read("count tasks") { db in
-            var counts: [TaskRecord.State: Int] = [:]
+            var counts: [TaskState: Int] = [:]
             for row in try Row.fetchAll(db, sql: "SELECT state, COUNT(*) AS n FROM task GROUP BY state") {
-                if let state = TaskRecord.State(rawValue: row["state"]) { counts[state] = row["n"] }
+                if let state = TaskState(rawValue: row["state"]) { counts[state] = row["n"] }
             }
             return counts
         }

@@ -40,6 +40,9 @@ public struct FerryStoreError: Error, Sendable, CustomStringConvertible {
         public static let storageFailure = Code("storageFailure")
         /// The store was closed.
         public static let closed = Code("closed")
+        /// A stored row cannot be read back (a value this version does not know, a URL that
+        /// is not one, JSON that is not a policy): the message names the table and the row.
+        public static let unreadableRow = Code("unreadableRow")
         /// Anything else; see ``FerryStoreError/underlyingError``.
         public static let unknown = Code("unknown")
     }

@@ -14,6 +14,9 @@ enum Schema {
         migrator.registerMigration("v3") { db in
             try db.execute(sql: v3)
         }
+        migrator.registerMigration("v4") { db in
+            try db.execute(sql: v4)
+        }
         return migrator
     }
 
@@ -99,5 +102,11 @@ enum Schema {
         ALTER TABLE task ADD COLUMN runnable_at DOUBLE
             GENERATED ALWAYS AS (MAX(COALESCE(earliest_begin_date, 0), COALESCE(next_attempt_at, 0))) VIRTUAL;
         CREATE INDEX task_runnable ON task(state, runnable_at);
+        """
+
+    /// The session's retry policy, carried with each task (JSON; nil: ferryd's default).
+    static let v4 = """
+        ALTER TABLE task ADD COLUMN retry_policy TEXT
+            CONSTRAINT task_retry_policy_json CHECK (retry_policy IS NULL OR json_valid(retry_policy));
         """
 }

@@ -40,4 +40,5 @@ public struct SessionRecord: Hashable, Sendable, Codable {
 
 extension SessionRecord: StoredRecord {
     static let databaseTableName = "session"
+    static let identityColumns = ["identifier"]
 }

@@ -5,6 +5,8 @@ import GRDB
 /// that FerryStore's public API does not expose GRDB.
 protocol StoredRecord: Codable, Sendable {
     static var databaseTableName: String { get }
+    /// The columns that name a row in messages (its primary key).
+    static var identityColumns: [String] { get }
 }
 
 /// One row of `Record`'s table: GRDB reads and writes it through `Record`'s own `Codable`,
@@ -34,10 +36,21 @@ struct Stored<Record: StoredRecord>: FetchableRecord, PersistableRecord, Codable
 
 extension StoredRecord {
     static func fetchAll(_ db: Database, sql: String, arguments: StatementArguments = []) throws -> [Self] {
-        try Stored<Self>.fetchAll(db, sql: sql, arguments: arguments).map(\.record)
+        try Row.fetchAll(db, sql: sql, arguments: arguments).map(read)
     }
 
     static func fetchOne(_ db: Database, sql: String, arguments: StatementArguments = []) throws -> Self? {
-        try Stored<Self>.fetchOne(db, sql: sql, arguments: arguments)?.record
+        try Row.fetchOne(db, sql: sql, arguments: arguments).map(read)
+    }
+
+    /// One row as a record, explicitly: a row that cannot be read is an error naming the table,
+    /// the row and the column, never a record with a guessed value.
+    static func read(_ row: Row) throws -> Self {
+        do {
+            return try Stored<Self>(row: row).record
+        } catch {
+            let identity = identityColumns.map { "\($0) \(row[$0].map { "\($0)" } ?? "NULL")" }.joined(separator: ", ")
+            throw FerryStoreError(.unreadableRow, "the \(databaseTableName) row (\(identity)) cannot be read: \(error)", underlying: error)
+        }
     }
 }

@@ -1,3 +1,4 @@
+public import FerryCore
 public import Foundation
 
 /// A background task as ferryd keeps it: one row of the `task` table.
@@ -12,42 +13,19 @@ public import Foundation
 /// }
 /// ```
 public struct TaskRecord: Hashable, Sendable, Codable {
-    /// What a task does with its bodies.
-    public enum Kind: String, Hashable, Sendable, Codable, CaseIterable {
-        case data, download, upload
-    }
-
-    /// Where a task is in its life.
-    ///
-    /// Valid transitions: `waiting` → `running` | `suspended` | `cancelled`;
-    /// `running` → `waiting` | `suspended` | `completed` | `failed` | `cancelled`;
-    /// `suspended` → `waiting` | `cancelled`. The store refuses to move a task out of a final
-    /// state; the others are ferryd's to respect.
-    public enum State: String, Hashable, Sendable, Codable, CaseIterable {
-        /// Runnable once its begin date and next attempt time have passed.
-        case waiting
-        case running
-        case suspended
-        case completed
-        case failed
-        case cancelled
-
-        /// Completed, failed or cancelled: the task will not run again.
-        public var isFinal: Bool { self == .completed || self == .failed || self == .cancelled }
-    }
-
     // Identity: set at submission, never changed.
     public internal(set) var sessionIdentifier: String
     public internal(set) var taskIdentifier: Int
-    public internal(set) var kind: Kind
+    public internal(set) var kind: TaskKind
 
-    public var state: State
+    public var state: TaskState
 
     // The request.
-    public var url: String
+    /// Read back as a URL: a row whose text is not one is an error naming the row.
+    public var url: URL
     public var method: String
     /// Header fields in order, stored as JSON `[["name","value"],…]`.
-    public var headers: [HeaderField]
+    public var headers: HeaderFields
     /// The file an upload reads its body from.
     public var bodyFile: String?
     /// Where a download is written.
@@ -79,11 +57,13 @@ public struct TaskRecord: Hashable, Sendable, Codable {
     public var lastErrorMessage: String?
     /// Why `nextAttemptAt` is set: after a failure (`backoff`) or because the server said
     /// when (`retryAfter`).
-    public var retryReason: RetryReason?
+    public var retryReason: RetryWait?
     /// Seconds from creation after which the task fails (`timeoutIntervalForResource`); nil: ferryd's default.
     public var resourceTimeout: Double?
     /// Seconds without a byte after which an attempt fails (`timeoutIntervalForRequest`); nil: ferryd's default.
     public var requestTimeout: Double?
+    /// The session's retry policy, as JSON; nil: ferryd's default.
+    public var retryPolicy: RetryPolicy?
 
     public var taskDescription: String?
     public internal(set) var createdAt: Date
@@ -102,45 +82,14 @@ public struct TaskRecord: Hashable, Sendable, Codable {
         case attemptCount = "attempt_count", nextAttemptAt = "next_attempt_at"
         case lastErrorCode = "last_error_code", lastErrorMessage = "last_error_message"
         case retryReason = "retry_reason", resourceTimeout = "resource_timeout", requestTimeout = "request_timeout"
+        case retryPolicy = "retry_policy"
         case taskDescription = "task_description", createdAt = "created_at", updatedAt = "updated_at"
-    }
-}
-
-extension TaskRecord {
-    /// Why a waiting task has a next attempt time.
-    public enum RetryReason: String, Hashable, Sendable, Codable, CaseIterable {
-        /// An attempt failed; exponential backoff.
-        case backoff
-        /// The server answered 429/503 with `Retry-After`.
-        case retryAfter
     }
 }
 
 extension TaskRecord: StoredRecord {
     static let databaseTableName = "task"
-}
-
-/// One HTTP header field, stored as a two-element JSON array so order and repeats survive.
-public struct HeaderField: Hashable, Sendable, Codable {
-    public var name: String
-    public var value: String
-
-    public init(_ name: String, _ value: String) {
-        self.name = name
-        self.value = value
-    }
-
-    public init(from decoder: any Decoder) throws {
-        var container = try decoder.unkeyedContainer()
-        name = try container.decode(String.self)
-        value = try container.decode(String.self)
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.unkeyedContainer()
-        try container.encode(name)
-        try container.encode(value)
-    }
+    static let identityColumns = ["session_identifier", "task_identifier"]
 }
 
 /// A task to store: what the client submitted. The store adds the identity, the state
@@ -156,10 +105,10 @@ public struct NewTask: Hashable, Sendable {
     public var sessionIdentifier: String
     /// An identifier reserved with ``FerryStore/nextTaskIdentifier(in:)``, or nil for a new one.
     public var taskIdentifier: Int?
-    public var kind: TaskRecord.Kind
-    public var url: String
+    public var kind: TaskKind
+    public var url: URL
     public var method: String
-    public var headers: [HeaderField]
+    public var headers: HeaderFields
     public var bodyFile: String?
     public var destinationFile: String?
     public var idempotencyKey: String?
@@ -170,16 +119,18 @@ public struct NewTask: Hashable, Sendable {
     public var resumeValidator: String?
     public var resumeOffset: Int64?
     /// `waiting` (the default) or `suspended`.
-    public var initialState: TaskRecord.State
+    public var initialState: TaskState
     public var resourceTimeout: Double?
     public var requestTimeout: Double?
+    public var retryPolicy: RetryPolicy?
 
     public init(
-        sessionIdentifier: String, taskIdentifier: Int? = nil, kind: TaskRecord.Kind, url: String,
-        method: String = "GET", headers: [HeaderField] = [], bodyFile: String? = nil, destinationFile: String? = nil,
+        sessionIdentifier: String, taskIdentifier: Int? = nil, kind: TaskKind, url: URL,
+        method: String = "GET", headers: HeaderFields = [:], bodyFile: String? = nil, destinationFile: String? = nil,
         idempotencyKey: String? = nil, priority: Double = 0.5, earliestBeginDate: Date? = nil,
         taskDescription: String? = nil, resumeValidator: String? = nil, resumeOffset: Int64? = nil,
-        initialState: TaskRecord.State = .waiting, resourceTimeout: Double? = nil, requestTimeout: Double? = nil
+        initialState: TaskState = .waiting, resourceTimeout: Double? = nil, requestTimeout: Double? = nil,
+        retryPolicy: RetryPolicy? = nil
     ) {
         self.sessionIdentifier = sessionIdentifier
         self.taskIdentifier = taskIdentifier
@@ -198,6 +149,7 @@ public struct NewTask: Hashable, Sendable {
         self.initialState = initialState
         self.resourceTimeout = resourceTimeout
         self.requestTimeout = requestTimeout
+        self.retryPolicy = retryPolicy
     }
 
     func record(identifier: Int, now: Date) -> TaskRecord {
@@ -209,7 +161,7 @@ public struct NewTask: Hashable, Sendable {
             uploadInteropVersion: nil, idempotencyKey: idempotencyKey, priority: priority,
             earliestBeginDate: earliestBeginDate, attemptCount: 0, nextAttemptAt: nil, lastErrorCode: nil,
             lastErrorMessage: nil, retryReason: nil, resourceTimeout: resourceTimeout, requestTimeout: requestTimeout,
-            taskDescription: taskDescription, createdAt: now, updatedAt: now)
+            retryPolicy: retryPolicy, taskDescription: taskDescription, createdAt: now, updatedAt: now)
     }
 }
 

@@ -33,8 +33,11 @@ open class ComposeServiceController {
     }
     /// Shown under the text when set; the sheet shows it in red below zero.
     public var charactersRemaining: Int? {
-        didSet { changed?() }
+        // Set inside `isContentValid()`: the sheet redraws once validation has answered, so it
+        // never shows the new count beside the old Post state (-5 with Post enabled).
+        didSet { if !validating { changed?() } }
     }
+    private var validating = false
     /// Shown in the empty text field.
     public var placeholder: String?
     /// Whether Post is enabled: the last answer of ``isContentValid()``.
@@ -69,7 +72,9 @@ open class ComposeServiceController {
 
     /// Asks ``isContentValid()`` again, e.g. once an attachment has loaded.
     public func validateContent() {
+        validating = true
         isPostEnabled = isContentValid()
+        validating = false
         changed?()
     }
 

@@ -1,5 +1,6 @@
 // BatchDownload against the project's test server and nginx (https): bytes by SHA-256, the
 // connection limit, what is handed back to a session, and that a failed item leaves no file.
+import FerryCore
 import FerryBatch
 import FerryEngine
 import FerryTestSupport

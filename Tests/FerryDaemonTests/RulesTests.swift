@@ -1,61 +1,51 @@
 import FerryApps
+import FerryCore
 @testable import FerryDaemon
 import FerryEngine
 import FerryProtocol
-import FerryStore
+@testable import FerryStore
 import Foundation
 import Testing
 
-/// The pure rules behind scheduling: which failures are retried, when, and which paths a
-/// client may name.
-@Suite("Retry rules, launch backoff, container paths")
+/// The pure rules behind scheduling: the task's side of the retry rulebook (FerryCoreTests
+/// has the table itself), relaunch delays, and which paths a client may name.
+@Suite("ferryd's retry context, launch backoff, container paths")
 struct RulesTests {
-    let rules = RetryRules(initialDelay: 1, maximumDelay: 600)
     let now = Date(timeIntervalSince1970: 1_800_000_000)
-    var week: Date { now.addingTimeInterval(7 * 86_400) }
 
-    @Test("Retry-After is waited exactly, for any method; without it, backoff")
-    func retryAfter() {
-        let busy = FerryError(.cancelledByDelegate, "503")
-        #expect(rules.decide(
-            error: busy, hint: RetryHint(statusCode: 503, retryAfter: .seconds(2)), method: "POST", resumableUpload: false,
-            failures: 1, now: now, deadline: week) == .retry(at: now + 2, reason: .retryAfter, code: "http503", message: "HTTP 503 with Retry-After 2 s"))
-        guard case .retry(let at, .backoff, "http429", _) = rules.decide(
-            error: busy, hint: RetryHint(statusCode: 429, retryAfter: nil), method: "GET", resumableUpload: false,
-            failures: 3, now: now, deadline: week, random: 1)
-        else { Issue.record("not a backoff retry"); return }
-        #expect(at == now + 4)
+    /// A stored task as the scheduler sees it after `attempts` attempts.
+    func record(method: String, policy: RetryPolicy? = nil, attempts: Int = 1, uploadResource: String? = nil) -> TaskRecord {
+        var record = NewTask(sessionIdentifier: "s", kind: .upload, url: URL(string: "http://127.0.0.1/x")!, method: method, bodyFile: "/b", retryPolicy: policy)
+            .record(identifier: 1, now: now)
+        record.attemptCount = attempts
+        record.uploadResourceURL = uploadResource
+        return record
     }
 
-    @Test("network failures: retried when repeating is safe, a sent POST fails", arguments: [
-        ("GET", false, FerryError.Code.networkConnectionLost, true),
-        ("PUT", false, .timedOut, true),
-        ("POST", true, .networkConnectionLost, true),  // resumable upload: continue from the offset
-        ("POST", false, .cannotConnectToHost, true),  // nothing was sent
-        ("POST", false, .networkConnectionLost, false),
-        ("PATCH", false, .timedOut, false),
-        ("GET", false, .cannotWriteToFile, false),  // not a network failure
-    ])
-    func networkFailures(method: String, resumable: Bool, code: FerryError.Code, retried: Bool) {
-        let decision = rules.decide(
-            error: FerryError(code, "x"), hint: nil, method: method, resumableUpload: resumable, failures: 1, now: now, deadline: week)
-        if case .retry = decision { #expect(retried) } else { #expect(!retried) }
+    @Test("ferryd's side of the rulebook: the task's own policy, or ferryd's default (attempts until the deadline)")
+    func policyOfTheTask() {
+        let week = now.addingTimeInterval(7 * 86_400)
+        let own = RetryContext(record(method: "GET", policy: RetryPolicy(maximumAttempts: 2), attempts: 2), defaultPolicy: .untilResourceTimeout, deadline: week)
+        guard case .fail = own.decide(.brokenAfterSending, now: now) else { Issue.record("the task's policy allowed 2 attempts"); return }
+        let fallback = RetryContext(record(method: "GET", attempts: 40), defaultPolicy: .untilResourceTimeout, deadline: week)
+        #expect(fallback.decide(.brokenAfterSending, now: now, random: 1) == .retryAfter(.seconds(600), because: .backoff, reason: "the exchange broke"))
     }
 
-    @Test("backoff doubles from 1 s, is capped, and jitters between half and all of it")
-    func backoffCurve() {
-        #expect(rules.backoff(afterFailures: 1, random: 1) == 1)
-        #expect(rules.backoff(afterFailures: 1, random: 0) == 0.5)
-        #expect(rules.backoff(afterFailures: 4, random: 1) == 8)
-        #expect(rules.backoff(afterFailures: 40, random: 1) == 600)
+    @Test("ferryd never resends at once, and a POST with a stored upload resource continues from the server's offset")
+    func noImmediateResend() {
+        let week = now.addingTimeInterval(7 * 86_400)
+        let get = RetryContext(record(method: "GET"), defaultPolicy: .untilResourceTimeout, deadline: week)
+        guard case .retryAfter = get.decide(.closedBeforeResponse, now: now) else { Issue.record("ferryd schedules instead"); return }
+        let post = RetryContext(record(method: "POST", uploadResource: "http://127.0.0.1/upload/1"), defaultPolicy: .untilResourceTimeout, deadline: week)
+        guard case .resume = post.decide(.brokenAfterSending, now: now) else { Issue.record("a stored resource resumes"); return }
     }
 
     @Test("no retry after the resource deadline")
     func deadline() {
-        let decision = rules.decide(
-            error: FerryError(.timedOut, "x"), hint: RetryHint(statusCode: 503, retryAfter: .seconds(120)), method: "GET",
-            resumableUpload: false, failures: 1, now: now, deadline: now + 60)
-        guard case .fail("timedOut", let message) = decision else { Issue.record("not failed: \(decision)"); return }
+        let context = RetryContext(record(method: "GET"), defaultPolicy: .untilResourceTimeout, deadline: now + 60)
+        guard case .outOfTime(let message) = context.decide(.answered(status: 503, retryAfter: .seconds(120)), now: now) else {
+            Issue.record("not out of time"); return
+        }
         #expect(message.contains("timeoutIntervalForResource"))
     }
 

@@ -1,3 +1,4 @@
+import FerryCore
 import FerryEngine
 import FerryTestSupport
 import Foundation
@@ -38,7 +39,7 @@ struct DownloadTests {
             let failure = await expectFerryError(.networkConnectionLost) {
                 try await engine.run(Transfer(request: Request(url: target), destination: .file(file, resume: nil)))
             }
-            #expect(failure?.isRetryable == true)
+            #expect(failure?.attemptOutcome(responseArrived: true, bodyDelivered: false) == .brokenAfterSending)
             let partial = try #require(try FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int64)
             #expect(partial > 0 && partial <= 700_000)
             // What the first response said is the validator; ask the server again for it.

@@ -1,3 +1,4 @@
+import FerryCore
 import FerryEngine
 import FerryTestSupport
 import Foundation
@@ -109,7 +110,7 @@ struct FailureTests {
             let closed = await expectFerryError(.networkConnectionLost) {
                 try await engine.run(Transfer(request: Request(url: url(server, "/close-immediately"))))
             }
-            #expect(closed?.isRetryable == true)
+            #expect(closed?.attemptOutcome(responseArrived: false, bodyDelivered: false) == .closedBeforeResponse)
             let garbage = try? await engine.run(Transfer(request: Request(url: url(server, "/garbage"))))
             #expect(garbage == nil)
         }

@@ -1,3 +1,4 @@
+import FerryCore
 import FerryEngine
 import FerryTestSupport
 import Foundation

@@ -1,3 +1,4 @@
+import FerryCore
 import Foundation
 @testable import FerryProtocol
 import NIOCore
@@ -11,7 +12,7 @@ enum Fixtures {
 
     static let fullSubmission = TaskSubmission(
         sessionIdentifier: session, taskIdentifier: 4, kind: .upload,
-        request: TaskRequest(url: url, method: "POST", headers: [Header("Content-Type", "image/jpeg"), Header("X-A", "1"), Header("X-A", "2")]),
+        request: TaskRequest(url: url, method: "POST", headers: HeaderFields([("Content-Type", "image/jpeg"), ("X-A", "1"), ("X-A", "2")])),
         bodyFile: "/home/me/.local/share/ferry/groups/group.example/photo.jpg",
         destination: nil, idempotencyKey: "share-001", priority: 0.75, earliestBeginDate: date,
         taskDescription: "photo.jpg → imgur", resumeData: nil,
@@ -88,7 +89,7 @@ enum Fixtures {
     ]
 
     static let eventKinds: [EventKind] = [
-        .response(ResponseHead(statusCode: 201, headers: [Header("Location", "/files/1")])),
+        .response(ResponseHead(statusCode: 201, headers: ["Location": "/files/1"])),
         .data(Data("{\"id\":\"abc\"}".utf8)),
         .downloadFinished(DownloadFinished(location: "/tmp/ferry/dl-1.tmp")),
         .completed,

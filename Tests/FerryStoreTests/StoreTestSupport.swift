@@ -1,3 +1,4 @@
+import FerryCore
 import Foundation
 @testable import FerryStore
 
@@ -25,8 +26,8 @@ let t0 = Date(timeIntervalSince1970: 1_795_000_000)
 
 func download(_ name: String, session: String = "s", key: String? = nil, priority: Double = 0.5, begin: Date? = nil) -> NewTask {
     NewTask(
-        sessionIdentifier: session, kind: .download, url: "https://example.com/\(name)",
-        headers: [HeaderField("Accept", "*/*"), HeaderField("X-Tag", "a"), HeaderField("X-Tag", "b")],
+        sessionIdentifier: session, kind: .download, url: URL(string: "https://example.com/\(name)")!,
+        headers: HeaderFields([("Accept", "*/*"), ("X-Tag", "a"), ("X-Tag", "b")]),
         idempotencyKey: key, priority: priority, earliestBeginDate: begin, taskDescription: name)
 }
 

@@ -1,3 +1,4 @@
+import FerryCore
 import Foundation
 @testable import FerryStore
 import Testing
@@ -22,12 +23,39 @@ struct TaskTests {
             defer { try? reopened.close() }
             let stored = try #require(try await reopened.task(session: "s", task: 1))
             #expect(stored == submitted.task)
-            #expect(stored.headers == [HeaderField("Accept", "*/*"), HeaderField("X-Tag", "a"), HeaderField("X-Tag", "b")])
+            #expect(stored.headers == HeaderFields([("Accept", "*/*"), ("X-Tag", "a"), ("X-Tag", "b")]))
             #expect(stored.earliestBeginDate == t0.addingTimeInterval(60))
             #expect(try await reopened.scalarForTest("SELECT headers FROM task") == #"[["Accept","*/*"],["X-Tag","a"],["X-Tag","b"]]"#)
             // Dates are numbers, so SQL compares them (runnableTasks depends on it).
             #expect(try await reopened.scalarForTest(
                 "SELECT typeof(created_at) || typeof(updated_at) || typeof(earliest_begin_date) FROM task") == "realrealreal")
+        }
+    }
+
+    @Test("the task's retry policy is stored with it and read back equal")
+    func retryPolicyIsStored() async throws {
+        try await withStore { (store, _) async throws in
+            var task = download("p")
+            task.retryPolicy = RetryPolicy(maximumAttempts: 3, initialDelay: .milliseconds(500), retryableStatuses: [503])
+            _ = try await store.submit(task, now: t0)
+            #expect(try await store.task(session: "s", task: 1)?.retryPolicy == task.retryPolicy)
+            #expect(try await store.scalarForTest("SELECT json_extract(retry_policy, '$.initialDelay') FROM task") == "0.5")
+        }
+    }
+
+    @Test("a row the store cannot read is an error naming the row and the column, never a guessed task", arguments: [
+        ("retry_policy", #"'{"maximumAttempts":0,"initialDelay":1,"maximumDelay":1,"retryableStatuses":[503],"maximumRetryAfter":1}'"#),
+        ("url", "'http://[not a url'"),
+    ])
+    func unreadableRow(column: String, value: String) async throws {
+        try await withStore { (store, _) async throws in
+            _ = try await store.submit(download("ok"), now: t0)
+            _ = try await store.submit(download("bad"), now: t0)
+            try await store.executeForTest("UPDATE task SET \(column) = \(value) WHERE task_identifier = 2")
+            #expect(try await store.task(session: "s", task: 1) != nil, "the readable row is still read")
+            let error = await #expect(throws: FerryStoreError.self) { try await store.task(session: "s", task: 2) }
+            #expect(error?.code == .unreadableRow)
+            #expect(error?.message.contains("session_identifier s, task_identifier 2") == true, "\(String(describing: error))")
         }
     }
 
@@ -96,7 +124,7 @@ struct TaskTests {
             #expect(tooHigh?.message.contains("task_priority_range") == true)
             #expect(tooHigh?.message.contains("nothing was written") == true)
 
-            let upload = NewTask(sessionIdentifier: "s", kind: .upload, url: "http://x/", method: "POST")
+            let upload = NewTask(sessionIdentifier: "s", kind: .upload, url: URL(string: "http://x/")!, method: "POST")
             let noBody = await #expect(throws: FerryStoreError.self) { try await store.submit(upload) }
             #expect(noBody?.message.contains("task_upload_needs_body") == true)
 

@@ -1,3 +1,4 @@
+import FerryCore
 import FerryEngine
 import FerryProtocol
 import Foundation
@@ -86,7 +87,7 @@ extension SessionTask {
         let transfer = session.transfer(for: originalRequest)
         let request = TaskRequest(
             url: transfer.request.url, method: transfer.request.method,
-            headers: transfer.request.headers.map { Header($0.name, $0.value) })
+            headers: transfer.request.headers)
         let (priority, beginDate, key, description) = lock.withLockedValue { m in
             (Double(m.priority), m.earliestBeginDate, m.idempotencyKey, m.taskDescription)
         }
@@ -95,6 +96,7 @@ extension SessionTask {
             idempotencyKey: key, priority: priority, earliestBeginDate: beginDate, taskDescription: description)
         submission.timeoutIntervalForResource = session.configuration.timeoutIntervalForResource
         submission.timeoutIntervalForRequest = originalRequest.timeoutInterval ?? session.configuration.timeoutIntervalForRequest
+        submission.retryPolicy = session.configuration.retryPolicy
         switch self {
         case let download as DownloadTask:
             // ferryd places the file in the session's container and says where when done.

@@ -1,3 +1,4 @@
+import FerryCore
 import ArgumentParser
 import FerryDaemonClient
 import FerryProtocol
@@ -116,14 +117,14 @@ struct Enqueue {
         }
     }
 
-    static func headers(_ lines: [String]) throws -> [Header] {
-        try lines.map { line in
+    static func headers(_ lines: [String]) throws -> HeaderFields {
+        HeaderFields(try lines.map { line in
             guard let colon = line.firstIndex(of: ":"), colon != line.startIndex else {
                 throw ValidationError("a header is 'Name: value' (got one without a name or colon)")
             }
-            return Header(String(line[..<colon]).trimmingCharacters(in: .whitespaces),
-                          String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces))
-        }
+            return (String(line[..<colon]).trimmingCharacters(in: .whitespaces),
+                    String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces))
+        })
     }
 
     static func absolute(_ path: String) -> String {

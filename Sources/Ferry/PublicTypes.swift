@@ -1,7 +1,8 @@
+public import FerryCore
 public import FerryEngine
 
-// The engine's value types that an app uses with a `Session`, named through `import Ferry`
-// alone. Only these: `TransferEngine`, `Transfer`, observers and sleepers are the engine's,
+// The value types that an app uses with a `Session` (the engine's and the shared
+// vocabulary's), named through `import Ferry` alone. Only these: `TransferEngine`, `Transfer`, observers and sleepers are the engine's,
 // used by ferryd and the CLI, and not part of Ferry's API.
 
 /// What to send: URL, method, headers, a small body. See ``Session/dataTask(with:)-(Request)``.
@@ -9,12 +10,12 @@ public typealias Request = FerryEngine.Request
 /// What came back: status, headers, URL after redirects, HTTP version.
 public typealias Response = FerryEngine.Response
 /// Header fields in order, names compared without case.
-public typealias HeaderFields = FerryEngine.HeaderFields
+public typealias HeaderFields = FerryCore.HeaderFields
 /// Why a task failed: a ``FerryError/Code`` (URLError's codes), a message, the URL, and
 /// resume data when the transfer can continue.
 public typealias FerryError = FerryEngine.FerryError
 /// When a failed request is tried again (``Configuration/retryPolicy``).
-public typealias RetryPolicy = FerryEngine.RetryPolicy
+public typealias RetryPolicy = FerryCore.RetryPolicy
 /// An upload's body: a file, `Data`, or a stream.
 public typealias UploadBody = FerryEngine.UploadBody
 /// Whether uploads use the IETF resumable-upload protocol (``Configuration/resumableUploads``).

@@ -5,13 +5,31 @@
 /// headers["authorization"] = "Bearer …"
 /// headers["Accept"]   // "application/json"
 /// ```
-public struct HeaderFields: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral {
-    public struct Field: Sendable, Hashable {
+///
+/// In the protocol and the store they are a JSON array of pairs, `[["Accept","*/*"]]`, so
+/// order and repeated names survive.
+public struct HeaderFields: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral, Codable {
+    public struct Field: Sendable, Hashable, Codable {
         public var name: String
         public var value: String
         public init(name: String, value: String) {
             self.name = name
             self.value = value
+        }
+
+        public init(from decoder: any Decoder) throws {
+            var container = try decoder.unkeyedContainer()
+            name = try container.decode(String.self)
+            value = try container.decode(String.self)
+            guard container.isAtEnd else {
+                throw DecodingError.dataCorruptedError(in: container, debugDescription: "a header is a [name, value] pair")
+            }
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.unkeyedContainer()
+            try container.encode(name)
+            try container.encode(value)
         }
     }
 
@@ -55,6 +73,14 @@ public struct HeaderFields: Sendable, Hashable, Sequence, ExpressibleByDictionar
     /// Appends a field, keeping any others of the same name.
     public mutating func add(name: String, value: String) {
         fields.append(Field(name: name, value: value))
+    }
+
+    public init(from decoder: any Decoder) throws {
+        fields = try [Field](from: decoder)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        try fields.encode(to: encoder)
     }
 
     public var count: Int { fields.count }
