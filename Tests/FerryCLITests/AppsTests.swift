@@ -47,8 +47,8 @@ import Glibc
             let binary = try #require(FerryBinary.binary, "the ferry binary was not built next to the tests")
             let out = scratch.url.appendingPathComponent("out-\(UUID().uuidString.prefix(6))")
             let err = scratch.url.appendingPathComponent("err-\(UUID().uuidString.prefix(6))")
-            FileManager.default.createFile(atPath: out.path, contents: nil)
-            FileManager.default.createFile(atPath: err.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: err.path, contents: nil)
             let process = Process()
             process.executableURL = URL(fileURLWithPath: binary)
             process.arguments = args

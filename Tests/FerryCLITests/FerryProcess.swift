@@ -44,8 +44,8 @@ enum FerryBinary {
         let id = UUID().uuidString.prefix(8)
         let out = scratch.appendingPathComponent("stdout-\(id)")
         let err = scratch.appendingPathComponent("stderr-\(id)")
-        FileManager.default.createFile(atPath: out.path, contents: nil)
-        FileManager.default.createFile(atPath: err.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = args

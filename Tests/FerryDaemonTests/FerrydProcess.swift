@@ -35,7 +35,7 @@ final class FerrydProcess: @unchecked Sendable {  // used by one test at a time
     init() throws {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("ferryd-test-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: logURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: logURL.path, contents: nil)
     }
 
     var environment: [String: String] {

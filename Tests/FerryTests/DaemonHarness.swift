@@ -60,7 +60,7 @@ final class DaemonHarness: @unchecked Sendable {  // `process` changes only on t
         process.executableURL = URL(fileURLWithPath: Self.ferrydPath)
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let log = logFile
-        FileManager.default.createFile(atPath: log.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let handle = try FileHandle(forWritingTo: log)
         try handle.seekToEnd()
         process.standardOutput = handle

@@ -43,7 +43,7 @@ struct PhotoDropTests {
         share.arguments = [image.path, "\(server.baseURL)/3/image", "Client-ID photodrop-client", "--announce", binURL]
         share.environment = ProcessInfo.processInfo.environment.merging(daemon.environment) { $1 }
         let output = scratch.appendingPathComponent("share.out")
-        FileManager.default.createFile(atPath: output.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
         share.standardOutput = try FileHandle(forWritingTo: output)
         let exited = ExitClock()
         share.terminationHandler = { _ in exited.mark() }
@@ -116,7 +116,7 @@ extension PhotoDropTests {
             share.arguments = [file.path, server.url("/upload/never").absoluteString, "--announce", server.url("/delay/1500").absoluteString]
             share.environment = ProcessInfo.processInfo.environment.merging(daemon.environment) { $1 }
             let output = scratch.appendingPathComponent("out")
-            FileManager.default.createFile(atPath: output.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: output.path, contents: nil)
             share.standardOutput = try FileHandle(forWritingTo: output)
             let started = ContinuousClock.now
             try share.run()
@@ -187,7 +187,7 @@ struct ByteClubProcess {
         let binary = DaemonHarness.ferrydPath.replacingOccurrences(of: "/ferryd", with: "/byteclub-server")
         let directory = try makeTemporaryDirectory()
         let output = directory.appendingPathComponent("stdout")
-        FileManager.default.createFile(atPath: output.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = ["--port", "0", "--data-dir", directory.appendingPathComponent("data").path,

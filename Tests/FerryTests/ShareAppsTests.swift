@@ -230,8 +230,8 @@ struct ShareWorld {
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let out = scratch.appendingPathComponent("out-\(UUID().uuidString)")
         let err = scratch.appendingPathComponent("err-\(UUID().uuidString)")
-        FileManager.default.createFile(atPath: out.path, contents: nil)
-        FileManager.default.createFile(atPath: err.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
         process.standardOutput = try FileHandle(forWritingTo: out)
         process.standardError = try FileHandle(forWritingTo: err)
         process.standardInput = FileHandle.nullDevice
