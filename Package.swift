@@ -298,7 +298,7 @@ let package = Package(
         ),
         .testTarget(
             name: "FerryAppsTests",
-            dependencies: ["FerryApps", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["FerryApps", "FerryTestSupport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -317,6 +317,7 @@ let package = Package(
             dependencies: [
                 "ByteClubServer",
                 "ByteClubServerApp",
+                "FerryTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

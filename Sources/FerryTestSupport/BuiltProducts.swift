@@ -20,7 +20,7 @@ public enum BuiltProducts {
         let variable = name.uppercased().replacingOccurrences(of: "-", with: "_") + "_BINARY"
         if let explicit = ProcessInfo.processInfo.environment[variable] {
             guard FileManager.default.isExecutableFile(atPath: explicit) else {
-                throw BuiltProductMissing(name: name, searched: ["\(variable)=\(explicit)"])
+                throw BuiltProductMissing(name: name, searched: [], override: "\(variable)=\(explicit)")
             }
             return explicit
         }
@@ -29,7 +29,7 @@ public enum BuiltProducts {
             let candidate = (folder as NSString).appendingPathComponent(name)
             if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
         }
-        throw BuiltProductMissing(name: name, searched: folders)
+        throw BuiltProductMissing(name: name, searched: folders, override: nil)
     }
 
     /// The folder holding the executable `name` (and, in a normal build, all the others).
@@ -57,8 +57,11 @@ public enum BuiltProducts {
 public struct BuiltProductMissing: Error, CustomStringConvertible {
     public var name: String
     public var searched: [String]
+    /// `FERRYD_BINARY=…`, when that was set.
+    public var override: String?
     public var description: String {
-        "the executable \(name) was not found among the build products (looked in \(searched.joined(separator: ", "))); "
+        if let override { return "the executable \(name) was not found: \(override) names no executable file" }
+        return "the executable \(name) was not found among the build products (looked in \(searched.joined(separator: ", "))); "
             + "build it with `swift build --build-tests`, and make the test target depend on the target that makes it"
     }
 }

@@ -1,3 +1,4 @@
+import FerryTestSupport
 import Foundation
 import Testing
 
@@ -9,18 +10,6 @@ import Glibc
 /// a 200 MiB upload (no torn file afterwards), and stopped gracefully with SIGTERM.
 @Suite("byteclub-server process", .serialized)
 struct ServerProcessTests {
-    static let binary: String? = {
-        if let explicit = ProcessInfo.processInfo.environment["BYTECLUB_SERVER_BINARY"] { return explicit }
-        let here = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        let bundle = Bundle.main.bundleURL
-        let candidates = [
-            here.appendingPathComponent("byteclub-server"),
-            bundle.appendingPathComponent("byteclub-server"),
-            bundle.deletingLastPathComponent().appendingPathComponent("byteclub-server"),
-        ]
-        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) }?.path
-    }()
-
     struct Running {
         let process: Process
         let port: Int
@@ -29,7 +18,7 @@ struct ServerProcessTests {
 
     /// Starts the binary on port 0 and waits (bounded) for its "listening on" line.
     static func start(dataDirectory: String, arguments: [String] = []) async throws -> Running {
-        let binary = try #require(binary, "byteclub-server was not built next to the tests")
+        let binary = try BuiltProducts.path(of: "byteclub-server")
         // In the data directory, so that removing the directory removes the log too.
         let output = dataDirectory + "/stdout-\(UUID().uuidString.prefix(6)).log"
         _ = FileManager.default.createFile(atPath: output, contents: nil)

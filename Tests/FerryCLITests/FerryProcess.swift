@@ -1,5 +1,6 @@
 // Runs the built `ferry` executable as a child process, the way a user or a script does.
 import Crypto
+import FerryTestSupport
 import Foundation
 import Testing
 
@@ -22,25 +23,11 @@ struct FerryRun {
 }
 
 enum FerryBinary {
-    /// The `ferry` binary: `FERRY_BINARY`, else next to the test bundle in the build products
-    /// directory (the test target depends on FerryCLI, so `swift test` builds it there).
-    static let binary: String? = {
-        if let explicit = ProcessInfo.processInfo.environment["FERRY_BINARY"] { return explicit }
-        let fm = FileManager.default
-        let here = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        let bundle = Bundle.main.bundleURL
-        let candidates = [
-            here.appendingPathComponent("ferry"),
-            bundle.appendingPathComponent("ferry"),
-            bundle.deletingLastPathComponent().appendingPathComponent("ferry"),
-        ]
-        return candidates.first { fm.isExecutableFile(atPath: $0.path) }?.path
-    }()
-
     /// Starts `ferry args…` with stdout and stderr going to files in `scratch`.
     /// `executable` runs instead of ferry (a shell that sets a limit, then execs ferry).
     static func start(_ args: [String], in scratch: URL, environment: [String: String] = [:], executable: String? = nil) throws -> (Process, URL, URL) {
-        let binary = try executable ?? #require(binary, "the ferry binary was not built next to the tests")
+        // The test target depends on FerryCLI, so `swift test` builds `ferry` with the tests.
+        let binary = try executable ?? BuiltProducts.path(of: "ferry")
         let id = UUID().uuidString.prefix(8)
         let out = scratch.appendingPathComponent("stdout-\(id)")
         let err = scratch.appendingPathComponent("stderr-\(id)")

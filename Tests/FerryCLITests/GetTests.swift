@@ -223,7 +223,7 @@ import Glibc
         defer { scratch.remove() }
         let list = ["/bytes/16000?seed=1", "/bytes/200000?seed=2", "/bytes/20000?seed=3"].map { server.baseURL + $0 }
         try list.joined(separator: "\n").write(toFile: scratch.path("list.txt"), atomically: true, encoding: .utf8)
-        let binary = try #require(FerryBinary.binary)
+        let binary = try BuiltProducts.path(of: "ferry")
         // dash counts `ulimit -f` in 512-byte blocks: 32 KiB per file.
         let started = try FerryBinary.start(
             ["-c", "ulimit -f 64; exec \"$0\" \"$@\"", binary, "get", "--many", scratch.path("list.txt"), "--dir", scratch.path("out"), "--json"],
@@ -313,7 +313,7 @@ import Glibc
         let server = try await TestHTTPServer.start()
         let scratch = try Scratch()
         defer { scratch.remove() }
-        let binary = try #require(FerryBinary.binary)
+        let binary = try BuiltProducts.path(of: "ferry")
         let lines = "\(server.baseURL)/bytes/100?seed=1\\n\(server.baseURL)/bytes/200?seed=2\\n"
         let started = try FerryBinary.start(
             ["-c", "printf '\(lines)' | exec \"$0\" get --many - --dir out --json", binary], in: scratch.url, executable: "/bin/sh")

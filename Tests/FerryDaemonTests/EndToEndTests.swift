@@ -130,7 +130,7 @@ struct EndToEndTests {
     func oneDaemonPerUser() async throws {
         let ferryd = try FerrydProcess()
         defer { ferryd.cleanUp() }
-        let binary = try #require(FerrydProcess.binary)
+        let binary = try BuiltProducts.path(of: "ferryd")
         var racers: [(Process, Pipe)] = []
         for _ in 0..<3 {
             let process = Process()
@@ -164,7 +164,7 @@ struct EndToEndTests {
     func systemdSocketActivation() async throws {
         let ferryd = try FerrydProcess()
         defer { ferryd.cleanUp() }
-        let binary = try #require(FerrydProcess.binary)
+        let binary = try BuiltProducts.path(of: "ferryd")
         let socketPath = ferryd.root.appendingPathComponent("activated.sock").path
         // What systemd does: bind and listen, pass it as fd 3, set LISTEN_PID to the pid that
         // will exec ferryd and LISTEN_FDS=1.

@@ -1,6 +1,7 @@
 // Runs the built `ferryd` as a child process with its own data and runtime folders, as a
 // user's session would; it can be killed with SIGKILL and started again on the same folders.
 import FerryProtocol
+import FerryTestSupport
 import Foundation
 import Testing
 
@@ -9,19 +10,6 @@ import Glibc
 #endif
 
 final class FerrydProcess: @unchecked Sendable {  // used by one test at a time
-    /// The `ferryd` binary: `FERRYD_BINARY`, else next to the test bundle (the test target
-    /// depends on FerryDaemonApp, so `swift test` builds it there).
-    static let binary: String? = {
-        if let explicit = ProcessInfo.processInfo.environment["FERRYD_BINARY"] { return explicit }
-        let here = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        let bundle = Bundle.main.bundleURL
-        let candidates = [
-            here.appendingPathComponent("ferryd"), bundle.appendingPathComponent("ferryd"),
-            bundle.deletingLastPathComponent().appendingPathComponent("ferryd"),
-        ]
-        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) }?.path
-    }()
-
     let root: URL
     var dataDirectory: URL { root.appendingPathComponent("data") }
     var runtimeDirectory: URL { root.appendingPathComponent("run") }
@@ -67,7 +55,8 @@ final class FerrydProcess: @unchecked Sendable {  // used by one test at a time
 
     /// Starts ferryd and waits (≤ 15 s) until its socket answers a hello.
     func start() async throws {
-        let binary = try #require(Self.binary, "the ferryd binary was not built next to the tests")
+        // The test target depends on FerryDaemonApp, so `swift test` builds `ferryd` with the tests.
+        let binary = try BuiltProducts.path(of: "ferryd")
         let process = Process()
         let command = wrapper + [binary] + extraArguments
         process.executableURL = URL(fileURLWithPath: command[0])

@@ -17,15 +17,16 @@ struct PhotoDropTests {
         defer { daemon.stop() }
         let server = try await ByteClubProcess.start(clientID: "photodrop-client")
         defer { server.stop() }
-        let binaries = DaemonHarness.ferrydPath.replacingOccurrences(of: "/ferryd", with: "")
+        let app = try BuiltProducts.path(of: "photodrop")
+        let shareExtension = try BuiltProducts.path(of: "photodrop-share")
         let registry = AppRegistry(paths: FerryPaths(dataDirectory: daemon.dataDirectory, runtimeDirectory: daemon.runtimeDirectory))
         try registry.install(AppManifest(
             bundleIdentifier: "org.ferry.photodrop", name: "PhotoDrop",
-            executables: ["\(binaries)/photodrop"], launch: ["\(binaries)/photodrop"],
+            executables: [app], launch: [app],
             appGroups: [PhotoDropConstants.group],
             extensions: [ExtensionManifest(
                 bundleIdentifier: "org.ferry.photodrop.share", name: "Share to PhotoDrop",
-                executables: ["\(binaries)/photodrop-share"], backgroundSessionIdentifier: PhotoDropConstants.session)]))
+                executables: [shareExtension], backgroundSessionIdentifier: PhotoDropConstants.session)]))
 
         let scratch = try makeTemporaryDirectory()
         let image = scratch.appendingPathComponent("cow.jpg")
@@ -34,7 +35,7 @@ struct PhotoDropTests {
 
         // The extension: prints the monotonic time right after resume(), then exits.
         let share = Process()
-        share.executableURL = URL(fileURLWithPath: "\(binaries)/photodrop-share")
+        share.executableURL = URL(fileURLWithPath: shareExtension)
         // A request bin for the extension's short, in-process note (no background session).
         var createBin = Request(url: URL(string: "\(server.baseURL)/bins")!, method: "POST")
         createBin.body = Data()
@@ -106,12 +107,12 @@ extension PhotoDropTests {
         let daemon = try await DaemonHarness.start()
         defer { daemon.stop() }
         try await withServer { server in
-            let binaries = DaemonHarness.ferrydPath.replacingOccurrences(of: "/ferryd", with: "")
+            let shareExtension = try BuiltProducts.path(of: "photodrop-share")
             let scratch = try makeTemporaryDirectory()
             let file = scratch.appendingPathComponent("note.bin")
             try Data("x".utf8).write(to: file)
             let share = Process()
-            share.executableURL = URL(fileURLWithPath: "\(binaries)/photodrop-share")
+            share.executableURL = URL(fileURLWithPath: shareExtension)
             // The note's server answers after 1.5 s; SIGTERM comes at 0.3 s.
             share.arguments = [file.path, server.url("/upload/never").absoluteString, "--announce", server.url("/delay/1500").absoluteString]
             share.environment = ProcessInfo.processInfo.environment.merging(daemon.environment) { $1 }
@@ -184,7 +185,7 @@ struct ByteClubProcess {
     let directory: URL
 
     static func start(clientID: String) async throws -> ByteClubProcess {
-        let binary = DaemonHarness.ferrydPath.replacingOccurrences(of: "/ferryd", with: "/byteclub-server")
+        let binary = try BuiltProducts.path(of: "byteclub-server")
         let directory = try makeTemporaryDirectory()
         let output = directory.appendingPathComponent("stdout")
         _ = FileManager.default.createFile(atPath: output.path, contents: nil)

@@ -99,7 +99,7 @@ struct ShareAppsTests {
         let image = world.scratch.appendingPathComponent("cow.jpg")
         try runTool("/usr/bin/convert", ["-size", "64x48", "xc:sienna", image.path])
 
-        let tmux = try TmuxSession(environment: world.environment, command: [world.binary("ferry"), "share", image.path, "--to", "org.ferry.sharealike.share"])
+        let tmux = try TmuxSession(environment: world.environment, command: [try BuiltProducts.path(of: "ferry"), "share", image.path, "--to", "org.ferry.sharealike.share"])
         defer { tmux.kill() }
         _ = try await tmux.waitForScreen(containing: "[Esc] Cancel")
         let typed = String(repeating: "abcdefghij", count: 3)
@@ -157,8 +157,7 @@ struct ShareAppsTests {
         #expect(refused.status == 1)
         #expect(refused.errorOutput.contains("does not accept"))
 
-        var manifest = try String(contentsOfFile: ShareWorld.examples.appendingPathComponent("ShareAlike/manifest.json").path, encoding: .utf8)
-        manifest = manifest.replacingOccurrences(of: "@BIN@", with: world.binaries)
+        let manifest = try ShareWorld.manifest("ShareAlike")
             .replacingOccurrences(of: "NSExtensionActivationSupportsText", with: "NSExtensionActivationSupportsTxt")
         let bad = world.scratch.appendingPathComponent("bad.json")
         try manifest.write(to: bad, atomically: true, encoding: .utf8)
@@ -191,16 +190,22 @@ struct ShareWorld {
         try? FileManager.default.removeItem(at: scratch)
     }
 
-    var binaries: String { DaemonHarness.ferrydPath.replacingOccurrences(of: "/ferryd", with: "") }
-    func binary(_ name: String) -> String { "\(binaries)/\(name)" }
-    var environment: [String: String] { daemon.environment.merging(["FERRYD_PATH": DaemonHarness.ferrydPath]) { $1 } }
+    var environment: [String: String] { daemon.environment.merging(["FERRYD_PATH": daemon.ferrydPath]) { $1 } }
     var paths: FerryPaths { FerryPaths(dataDirectory: daemon.dataDirectory, runtimeDirectory: daemon.runtimeDirectory) }
+
+    /// The example's manifest (`ShareAlike`: `sharealike` and `sharealike-share`), naming the
+    /// programs this build made.
+    static func manifest(_ example: String) throws -> String {
+        let app = example.lowercased()
+        _ = try BuiltProducts.path(of: "\(app)-share")  // built too, or say that it is not
+        let manifest = try String(contentsOfFile: examples.appendingPathComponent("\(example)/manifest.json").path, encoding: .utf8)
+        return manifest.replacingOccurrences(of: "@BIN@", with: try BuiltProducts.folder(of: app))
+    }
 
     /// The example's manifest, with this build's programs, through `ferry apps install`.
     func install(_ example: String) async throws {
-        let manifest = try String(contentsOfFile: Self.examples.appendingPathComponent("\(example)/manifest.json").path, encoding: .utf8)
         let file = scratch.appendingPathComponent("\(example).json")
-        try manifest.replacingOccurrences(of: "@BIN@", with: binaries).write(to: file, atomically: true, encoding: .utf8)
+        try Self.manifest(example).write(to: file, atomically: true, encoding: .utf8)
         let installed = try await ferry(["apps", "install", file.path])
         guard installed.status == 0 else { throw HarnessError("ferry apps install \(example): \(installed.errorOutput)") }
     }
@@ -225,7 +230,7 @@ struct ShareWorld {
     /// Runs one of the built programs with this world's ferryd directories.
     func run(_ command: [String]) async throws -> Ran {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary(command[0]))
+        process.executableURL = URL(fileURLWithPath: try BuiltProducts.path(of: command[0]))
         process.arguments = Array(command.dropFirst())
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let out = scratch.appendingPathComponent("out-\(UUID().uuidString)")
