@@ -64,11 +64,10 @@ final class DaemonHarness: @unchecked Sendable {  // `process` changes only on t
         try process.run()
         self.process = process
         let socket = runtimeDirectory.appendingPathComponent("ferryd.sock").path
-        for _ in 0..<200 {
-            if FileManager.default.fileExists(atPath: socket) { return }
-            try await Task.sleep(for: .milliseconds(25))
+        try await poll(until: "ferryd to create \(socket)", timeout: .seconds(5), every: .milliseconds(25),
+                       observed: "its log: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")") {
+            FileManager.default.fileExists(atPath: socket)
         }
-        throw HarnessError("ferryd did not create \(socket) within 5 s; log: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
     }
 
     /// SIGKILL, and wait until it is gone.

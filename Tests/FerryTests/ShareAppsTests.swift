@@ -246,26 +246,25 @@ struct ShareWorld {
                    errorOutput: (try? String(contentsOf: err, encoding: .utf8)) ?? "")
     }
 
-    /// Runs `command` until its output contains `text` (up to 30 s); the last output.
+    /// Runs `command` until its output contains `text` (up to 30 s); that output.
     func waitForOutput(_ command: [String], containing text: String) async throws -> String {
         var last = ""
-        for _ in 0..<150 {
+        return try await eventually("`\(command.joined(separator: " "))` to show \(text.debugDescription)", timeout: .seconds(30),
+                                    every: .milliseconds(200), observed: last) {
             last = try await run(command).output
-            if last.contains(text) { return last }
-            try await Task.sleep(for: .milliseconds(200))
+            return last.contains(text) ? last : nil
         }
-        throw HarnessError("\(command.joined(separator: " ")) never showed \(text.debugDescription); last: \(last)")
     }
 
     /// The bin's recorded requests once there are at least `count` (up to 30 s).
     func binRequests(_ bin: String, atLeast count: Int) async throws -> [[String: Any]] {
-        for _ in 0..<150 {
-            let data = try await get(bin + "/requests")
-            let requests = (try JSONSerialization.jsonObject(with: data) as? [[String: Any]]) ?? []
-            if requests.count >= count { return requests }
-            try await Task.sleep(for: .milliseconds(200))
+        var held = 0
+        return try await eventually("the bin \(bin) to hold \(count) requests", timeout: .seconds(30), every: .milliseconds(200),
+                                    observed: "it held \(held)") {
+            let requests = (try JSONSerialization.jsonObject(with: try await get(bin + "/requests")) as? [[String: Any]]) ?? []
+            held = requests.count
+            return requests.count >= count ? requests : nil
         }
-        throw HarnessError("the bin \(bin) never held \(count) requests")
     }
 
     func get(_ url: String) async throws -> Data {
@@ -338,11 +337,10 @@ struct TmuxSession {
     /// Polls the screen until it contains `text` and satisfies `also` (up to 20 s).
     func waitForScreen(containing text: String, escapes: Bool = false, also: (String) -> Bool = { _ in true }) async throws -> String {
         var last = ""
-        for _ in 0..<200 {
+        return try await eventually("the screen to show \(text.debugDescription)", timeout: .seconds(20), every: .milliseconds(100),
+                                    observed: "the screen:\n\(last)") {
             last = try screen(escapes: escapes)
-            if last.contains(text), also(last) { return last }
-            try await Task.sleep(for: .milliseconds(100))
+            return last.contains(text) && also(last) ? last : nil
         }
-        throw HarnessError("the screen never showed \(text.debugDescription):\n\(last)")
     }
 }
