@@ -186,12 +186,9 @@ struct EndToEndTests {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
-        var client: RawClient?
-        for _ in 0..<200 where client == nil {
-            client = try? await RawClient.connected(to: socketPath)
-            if client == nil { try await Task.sleep(for: .milliseconds(50)) }
+        let connected = try await eventually("ferryd to answer on the socket passed as fd 3", timeout: .seconds(10), every: .milliseconds(50)) {
+            try? await RawClient.connected(to: socketPath)
         }
-        let connected = try #require(client, "ferryd did not answer on the passed socket")
         guard case .status(let status) = try await connected.request(.status) else { throw TestFailure("no status") }
         #expect(status.pid == process.processIdentifier)
         #expect(!FileManager.default.fileExists(atPath: ferryd.socketPath), "ferryd bound no socket of its own")

@@ -69,15 +69,11 @@ final class FerrydProcess: @unchecked Sendable {  // used by one test at a time
         process.standardError = log
         try process.run()
         self.process = process
-        for _ in 0..<300 {
-            if let client = try? await RawClient.connected(to: socketPath, name: "probe") {
-                _ = client
-                return
-            }
+        try await poll(until: "ferryd to answer a hello on \(socketPath)", timeout: .seconds(15), every: .milliseconds(50), observed: "its log:\n\(self.log.suffix(3000))") {
+            if (try? await RawClient.connected(to: socketPath, name: "probe")) != nil { return true }
             guard process.isRunning else { throw TestFailure("ferryd exited at start:\n\(self.log)") }
-            try await Task.sleep(for: .milliseconds(50))
+            return false
         }
-        throw TestFailure("ferryd did not answer within 15 s:\n\(log)")
     }
 
     /// SIGKILL, and waits until it is gone.
@@ -88,13 +84,19 @@ final class FerrydProcess: @unchecked Sendable {  // used by one test at a time
         self.process = nil
     }
 
-    /// SIGTERM, and waits (≤ 20 s) for it to exit; returns its status.
+    /// SIGTERM, and waits (≤ 20 s) for it to exit; returns its status. One that does not exit
+    /// is killed with SIGKILL, and the wait fails.
     @discardableResult
     func terminate() async throws -> Int32 {
         guard let process else { return 0 }
         kill(process.processIdentifier, SIGTERM)
-        for _ in 0..<400 where process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        do {
+            try await poll(until: "ferryd to exit after SIGTERM", timeout: .seconds(20), every: .milliseconds(50),
+                           observed: "its log:\n\(log.suffix(2000))") { !process.isRunning }
+        } catch {
+            kill9()
+            throw error
+        }
         process.waitUntilExit()
         self.process = nil
         return process.terminationStatus

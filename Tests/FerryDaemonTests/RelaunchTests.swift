@@ -20,7 +20,7 @@ struct RelaunchTests {
         let task = try await share.submit(.upload("bg", server.baseURL + "/upload", file: body, method: "POST", key: "share-001"))
         share.close()
 
-        try await ferryd.eventually("the app is launched for the completed upload") { ferryd.launcher.count == 1 }
+        try await poll(until: "the app is launched for the completed upload") { ferryd.launcher.count == 1 }
         #expect(ferryd.launcher.launches.withLockedValue { $0.map(\.app) } == ["com.example.app"])
         #expect(ferryd.launcher.launches.withLockedValue { $0.map(\.session) } == ["bg"])
 
@@ -29,7 +29,7 @@ struct RelaunchTests {
         try await Task.sleep(for: .milliseconds(200))
         #expect(ferryd.launcher.count == 1)
         ferryd.clock.advance(by: 1)
-        try await ferryd.eventually("a second launch") { ferryd.launcher.count == 2 }
+        try await poll(until: "a second launch") { ferryd.launcher.count == 2 }
         try await Task.sleep(for: .milliseconds(200))
         #expect(ferryd.launcher.count == 2)
 
@@ -58,13 +58,13 @@ struct RelaunchTests {
         try await share.request(.attach("bg", group: "group.example"))
         _ = try await share.submit(.download("bg", server.baseURL + "/bytes/100"))
         share.close()
-        try await ferryd.eventually("first launch") { ferryd.launcher.count == 1 }
+        try await poll(until: "first launch") { ferryd.launcher.count == 1 }
         for (step, expected) in [(10.0, 2), (20.0, 3), (40.0, 4)] {
             ferryd.clock.advance(by: step - 0.5)
             try await Task.sleep(for: .milliseconds(150))
             #expect(ferryd.launcher.count == expected - 1, "launched before \(step) s")
             ferryd.clock.advance(by: 0.5)
-            try await ferryd.eventually("launch \(expected)") { ferryd.launcher.count == expected }
+            try await poll(until: "launch \(expected)") { ferryd.launcher.count == expected }
         }
         try await server.shutdown()
         await ferryd.shutdown()
@@ -107,7 +107,7 @@ struct RelaunchTests {
         let (closed, messages) = try await client.waitForClose()
         #expect(closed)
         #expect(messages.contains { if case .goodbye = $0 { true } else { false } })
-        try await ferryd.eventually("the stop handler ran") { ferryd.stopped.withLockedValue { $0 } }
+        try await poll(until: "the stop handler ran") { ferryd.stopped.withLockedValue { $0 } }
         await ferryd.shutdown()
     }
 }
