@@ -142,7 +142,17 @@ struct EndToEndTests {
             try process.run()
             racers.append((process, pipe))
         }
-        try await Task.sleep(for: .seconds(1))
+        defer {
+            for (process, _) in racers where process.isRunning {
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+            }
+        }
+        // The two that lose exit; the one that won keeps serving (asked for its pid below).
+        try await poll(until: "two of the three ferryd to exit", timeout: .seconds(10), every: .milliseconds(50),
+                       observed: "\(racers.filter { $0.0.isRunning }.count) still running") {
+            racers.filter { !$0.0.isRunning }.count >= 2
+        }
         let running = racers.filter { $0.0.isRunning }
         #expect(running.count == 1)
         for (process, pipe) in racers where !process.isRunning {

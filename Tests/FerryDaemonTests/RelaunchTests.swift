@@ -24,9 +24,14 @@ struct RelaunchTests {
         #expect(ferryd.launcher.launches.withLockedValue { $0.map(\.app) } == ["com.example.app"])
         #expect(ferryd.launcher.launches.withLockedValue { $0.map(\.session) } == ["bg"])
 
-        // It does not come: launched again after 60 s, not before, and not in a loop.
+        // It does not come: launched again after 60 s, not before, and not in a loop. The next
+        // launch is timed for 60 s after the first, so moving the clock 59 s wakes nobody.
+        let secondLaunch = ferryd.clock.now.addingTimeInterval(60)
+        try await poll(until: "ferryd to time the next launch for the connect time-out", observed: "next wake-up \(String(describing: ferryd.clock.nextDeadline))") {
+            ferryd.clock.nextDeadline == secondLaunch
+        }
         ferryd.clock.advance(by: 59)
-        try await Task.sleep(for: .milliseconds(200))
+        #expect(ferryd.clock.nextDeadline == secondLaunch, "something woke before the connect time-out")
         #expect(ferryd.launcher.count == 1)
         ferryd.clock.advance(by: 1)
         try await poll(until: "a second launch") { ferryd.launcher.count == 2 }
@@ -60,8 +65,13 @@ struct RelaunchTests {
         share.close()
         try await poll(until: "first launch") { ferryd.launcher.count == 1 }
         for (step, expected) in [(10.0, 2), (20.0, 3), (40.0, 4)] {
+            // The next launch is timed for `step` after this one: 0.5 s before it, nobody wakes.
+            let next = ferryd.clock.now.addingTimeInterval(step)
+            try await poll(until: "ferryd to time launch \(expected) for \(step) s later", observed: "next wake-up \(String(describing: ferryd.clock.nextDeadline))") {
+                ferryd.clock.nextDeadline == next
+            }
             ferryd.clock.advance(by: step - 0.5)
-            try await Task.sleep(for: .milliseconds(150))
+            #expect(ferryd.clock.nextDeadline == next, "something woke before \(step) s")
             #expect(ferryd.launcher.count == expected - 1, "launched before \(step) s")
             ferryd.clock.advance(by: 0.5)
             try await poll(until: "launch \(expected)") { ferryd.launcher.count == expected }

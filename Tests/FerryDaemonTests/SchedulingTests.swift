@@ -26,8 +26,13 @@ struct SchedulingTests {
         #expect(waiting.lastError?.code.rawValue == "http503")
         #expect(server.requests.count == 1)
 
+        // The scheduler sleeps until exactly the Retry-After time, so moving the clock to 0.1 s
+        // before it wakes nobody: no request can go out.
+        try await poll(until: "the scheduler to sleep until the Retry-After time", observed: "it sleeps until \(String(describing: ferryd.clock.nextDeadline))") {
+            ferryd.clock.nextDeadline == t0.addingTimeInterval(30)
+        }
         ferryd.clock.advance(by: 29.9)
-        try await Task.sleep(for: .milliseconds(300))
+        #expect(ferryd.clock.nextDeadline == t0.addingTimeInterval(30), "something woke before Retry-After")
         #expect(server.requests.count == 1, "a request went out before Retry-After")
         ferryd.clock.advance(by: 0.1)
         let events = try await client.events(untilFinished: [task.taskIdentifier])
@@ -108,7 +113,11 @@ struct SchedulingTests {
         let task = try await client.submit(submission)
         #expect(task.waitingReason?.kind == .beginDate)
         #expect(task.waitingReason?.until == submission.earliestBeginDate)
-        try await Task.sleep(for: .milliseconds(300))
+        // Asleep until the begin date, with the task still waiting for it: nothing went out.
+        try await poll(until: "the scheduler to sleep until the begin date", observed: "it sleeps until \(String(describing: ferryd.clock.nextDeadline))") {
+            ferryd.clock.nextDeadline == submission.earliestBeginDate
+        }
+        #expect(try await client.task("s", task.taskIdentifier).reasonKind == .beginDate)
         #expect(server.requests.isEmpty)
         ferryd.clock.advance(by: 3600)
         let events = try await client.events(untilFinished: [task.taskIdentifier])
@@ -239,8 +248,14 @@ struct SchedulingTests {
         let task = try await client.submit(.download("s", server.baseURL + "/bytes/10"))
         let events = try await client.events(untilFinished: [task.taskIdentifier])
         try await client.request(.acknowledge(Acknowledge(sessionIdentifier: "s", upToSequence: events.last!.sequence)))
+        // The clean-up is hourly: the scheduler sleeps until an hour after it started, so
+        // moving the clock 59 minutes wakes nobody, and the task is still stored.
+        let cleanup = ferryd.clock.now.addingTimeInterval(3600)  // the clock has not moved since ferryd started
+        try await poll(until: "the scheduler to sleep until the hourly clean-up", observed: "it sleeps until \(String(describing: ferryd.clock.nextDeadline))") {
+            ferryd.clock.nextDeadline == cleanup
+        }
         ferryd.clock.advance(by: 59 * 60)
-        try await Task.sleep(for: .milliseconds(200))
+        #expect(ferryd.clock.nextDeadline == cleanup, "something woke before the clean-up")
         #expect(try await ferryd.store.task(session: "s", task: task.taskIdentifier) != nil)
         ferryd.clock.advance(by: 60)
         try await poll(until: "the task is forgotten") {
