@@ -333,7 +333,7 @@ let package = Package(
         ),
         .testTarget(
             name: "FerryAppsTests",
-            dependencies: ["FerryApps", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["FerryApps", "FerryTestSupport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -352,6 +352,7 @@ let package = Package(
             dependencies: [
                 "ByteClubServer",
                 "ByteClubServerApp",
+                "FerryTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

@@ -29,7 +29,7 @@ public enum TestImages {
     /// and reading to the pipe's end would then wait forever.
     public static func convert(_ arguments: [String], in directory: URL? = nil) throws {
         let errors = FileManager.default.temporaryDirectory.appendingPathComponent("convert-\(UUID().uuidString).err")
-        FileManager.default.createFile(atPath: errors.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
         defer { try? FileManager.default.removeItem(at: errors) }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")

@@ -1,3 +1,4 @@
+import FerryTestSupport
 import Foundation
 import Testing
 
@@ -87,12 +88,16 @@ struct BrowserPageTests {
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
         process.standardError = FileHandle.nullDevice
         try process.run()
-        for _ in 0..<((seconds + 15) * 20) where process.isRunning {
-            try? await Task.sleep(for: .milliseconds(50))
+        do {
+            // timeout(1) ends it after `seconds`, and kills it 5 s later: 10 s more for slack.
+            try await poll(until: "\(executable) to end (under timeout(1))", timeout: .seconds(seconds + 15), every: .milliseconds(50)) {
+                !process.isRunning
+            }
+        } catch {
+            await stopAll(marker: marker, process)
+            throw error
         }
-        let hung = process.isRunning
         await stopAll(marker: marker, process)
-        if hung { throw TestFailure("\(executable) did not end within \(seconds + 15) s; killed") }
         guard process.terminationStatus == 0 else {
             throw TestFailure("\(executable) exited with \(process.terminationStatus)\(process.terminationStatus == 124 ? " (timed out)" : "")")
         }

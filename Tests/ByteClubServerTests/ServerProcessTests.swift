@@ -1,3 +1,4 @@
+import FerryTestSupport
 import Foundation
 import Testing
 
@@ -9,18 +10,6 @@ import Glibc
 /// a 200 MiB upload (no torn file afterwards), and stopped gracefully with SIGTERM.
 @Suite("byteclub-server process", .serialized)
 struct ServerProcessTests {
-    static let binary: String? = {
-        if let explicit = ProcessInfo.processInfo.environment["BYTECLUB_SERVER_BINARY"] { return explicit }
-        let here = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        let bundle = Bundle.main.bundleURL
-        let candidates = [
-            here.appendingPathComponent("byteclub-server"),
-            bundle.appendingPathComponent("byteclub-server"),
-            bundle.deletingLastPathComponent().appendingPathComponent("byteclub-server"),
-        ]
-        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) }?.path
-    }()
-
     struct Running {
         let process: Process
         let port: Int
@@ -29,7 +18,7 @@ struct ServerProcessTests {
 
     /// Starts the binary on port 0 and waits (bounded) for its "listening on" line.
     static func start(dataDirectory: String, arguments: [String] = []) async throws -> Running {
-        let binary = try #require(binary, "byteclub-server was not built next to the tests")
+        let binary = try BuiltProducts.path(of: "byteclub-server")
         // In the data directory, so that removing the directory removes the log too.
         let output = dataDirectory + "/stdout-\(UUID().uuidString.prefix(6)).log"
         _ = FileManager.default.createFile(atPath: output, contents: nil)
@@ -39,25 +28,21 @@ struct ServerProcessTests {
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
         process.standardError = FileHandle.nullDevice
         try process.run()
-        for _ in 0..<300 {
-            let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
-            if let range = text.range(of: "listening on http://127.0.0.1:") {
-                let digits = text[range.upperBound...].prefix { $0.isNumber }
-                if let port = Int(digits), text[range.upperBound...].dropFirst(digits.count).first == "\n" {
-                    return Running(process: process, port: port, output: output)
-                }
+        do {
+            let port = try await eventually("byteclub-server to print the port it listens on", timeout: .seconds(15), every: .milliseconds(50),
+                                            observed: "its output: \(Self.read(output))") { () throws -> Int? in
+                if let port = ServerOutput.listeningPort(in: Self.read(output)) { return port }
+                guard process.isRunning else { throw TestFailure("byteclub-server exited: \(Self.read(output))") }
+                return nil
             }
-            if !process.isRunning { throw TestFailure("byteclub-server exited: \(text)") }
-            do {
-                try await Task.sleep(for: .milliseconds(50))
-            } catch {
-                await stop(process)
-                throw error
-            }
+            return Running(process: process, port: port, output: output)
+        } catch {
+            await stop(process)
+            throw error
         }
-        await stop(process)
-        throw TestFailure("byteclub-server did not start within 15 s")
     }
+
+    static func read(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
 
     /// Runs `body` against a freshly started server and stops the server afterwards, whether
     /// `body` returned or threw: the harness never leaves a byteclub-server behind.
@@ -92,17 +77,13 @@ struct ServerProcessTests {
     }
 
     /// Waits (bounded) for `process` to exit by itself; past `seconds` it is killed with SIGKILL
-    /// and the wait is a failure.
+    /// and the wait fails.
     static func waitForExit(_ process: Process, seconds: Double) async throws {
-        for _ in 0..<Int(seconds * 20) where process.isRunning {
-            try? await Task.sleep(for: .milliseconds(50))
-        }
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            for _ in 0..<100 where process.isRunning {
-                try? await Task.sleep(for: .milliseconds(50))
-            }
-            throw TestFailure("process did not exit in \(seconds) s")
+        do {
+            try await poll(until: "byteclub-server to exit by itself", timeout: .seconds(seconds), every: .milliseconds(50)) { !process.isRunning }
+        } catch {
+            await stop(process, seconds: 0)
+            throw error
         }
     }
 

@@ -1,3 +1,4 @@
+import FerryTestSupport
 import Foundation
 import Testing
 
@@ -71,13 +72,11 @@ struct ShutdownTests {
 
             let signalled = ContinuousClock.now
             kill(running.process.processIdentifier, SIGTERM)
-            // No new connections once shutdown began (bounded: 40 tries of 50 ms).
-            var refused = false
-            for _ in 0..<40 where !refused {
-                refused = (try? RawHTTP(port: running.port)) == nil
-                if !refused { try await Task.sleep(for: .milliseconds(50)) }
+            // No new connections once shutdown began.
+            try await poll(until: "the listening socket to close during the grace period", timeout: .seconds(2), every: .milliseconds(50),
+                           observed: "connections to port \(running.port) still accepted") {
+                (try? RawHTTP(port: running.port)) == nil
             }
-            #expect(refused, "the listening socket is closed during the grace period")
             #expect(await idle.readUntilClosed().isEmpty, "the idle connection is closed without an answer")
             let idleClosedAfter = ContinuousClock.now - signalled
             #expect(idleClosedAfter < .milliseconds(1500), "the idle connection is closed at once, not when the grace period ends (\(idleClosedAfter))")

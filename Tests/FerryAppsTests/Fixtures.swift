@@ -1,5 +1,6 @@
 // Temporary folders, programs and manifests for the FerryApps tests: real files, real processes.
 import FerryApps
+import FerryTestSupport
 import Foundation
 import Testing
 #if canImport(Glibc)
@@ -107,24 +108,26 @@ struct Child {
         while waitpid(pid, &status, 0) < 0, errno == EINTR {}
     }
 
-    /// Waits for the child to end by itself (at most `seconds`); its exit status, or nil.
-    func exitStatus(within seconds: Double = 10) async throws -> Int32? {
+    /// Waits for the child to end by itself (at most `seconds`); its exit status.
+    func exitStatus(within seconds: Double = 10) async throws -> Int32 {
         var status: Int32 = 0
-        for _ in 0..<Int(seconds * 100) {
-            if waitpid(pid, &status, WNOHANG) == pid { return (status >> 8) & 0xff }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        return nil
+        try await poll(until: "child \(pid) to exit", timeout: .seconds(seconds), every: .milliseconds(10)) { waitpid(pid, &status, WNOHANG) == pid }
+        return (status >> 8) & 0xff
     }
 }
 
-/// Polls `condition` every 10 ms, at most `seconds`; true once it holds.
-func eventually(within seconds: Double = 10, _ condition: () throws -> Bool) async throws -> Bool {
-    for _ in 0..<Int(seconds * 100) {
-        if try condition() { return true }
-        try await Task.sleep(for: .milliseconds(10))
+/// Waits (at most 10 s) until process `pid` runs `program`: until exec has happened,
+/// /proc/PID/exe may still be the parent's program.
+func waitForExec(_ pid: pid_t, _ program: String) async throws {
+    try await poll(until: "process \(pid) to run \(program)", every: .milliseconds(10),
+                   observed: "its /proc/\(pid)/exe: \(executablePath(ofProcess: pid) ?? "none")") { executablePath(ofProcess: pid) == program }
+}
+
+/// Waits (at most 10 s) until process `pid` is gone from /proc: reaped, no zombie left.
+func waitUntilReaped(_ pid: pid_t) async throws {
+    try await poll(until: "process \(pid) to be reaped", every: .milliseconds(10), observed: "/proc/\(pid) is still there") {
+        !FileManager.default.fileExists(atPath: "/proc/\(pid)")
     }
-    return try condition()
 }
 
 /// The mode bits of a file (`0o700`), not following a link.

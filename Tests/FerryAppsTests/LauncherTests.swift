@@ -1,5 +1,6 @@
 // AppLauncher: a real script launched detached, what it was given, its log, no zombie.
 import FerryApps
+import FerryTestSupport
 import Foundation
 import Logging
 import Testing
@@ -86,7 +87,7 @@ import Glibc
         #expect(mode(sandbox.paths.logsDirectory.path) == 0o700)
 
         // Reaped: no zombie left in the process table.
-        #expect(try await eventually { !FileManager.default.fileExists(atPath: "/proc/\(pid)") })
+        try await waitUntilReaped(pid)
     }
 
     @Test func theLogIsAppendedAcrossLaunches() async throws {
@@ -97,7 +98,7 @@ import Glibc
         let launcher = AppLauncher(paths: sandbox.paths, logger: Logger(label: "test.launcher"))
         for session in ["first", "second"] {
             let pid = try launcher.launch(manifest, session: session)
-            #expect(try await eventually { !FileManager.default.fileExists(atPath: "/proc/\(pid)") })
+            try await waitUntilReaped(pid)
         }
         let log = try String(contentsOf: sandbox.paths.logsDirectory.appendingPathComponent("com.example.twice.log"), encoding: .utf8)
         let runs = log.split(separator: "\n").filter { $0.hasPrefix("run ") }
@@ -128,6 +129,6 @@ import Glibc
         kill(pid, SIGKILL)
         var iterator = exits.makeAsyncIterator()
         #expect(await iterator.next() == .signalled(SIGKILL))
-        #expect(try await eventually { !FileManager.default.fileExists(atPath: "/proc/\(pid)") })
+        try await waitUntilReaped(pid)
     }
 }

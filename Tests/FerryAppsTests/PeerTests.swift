@@ -1,5 +1,6 @@
 // SO_PEERCRED and /proc: credentials of real sockets, and which app a real process is.
 import FerryApps
+import FerryTestSupport
 import Foundation
 import Testing
 #if canImport(Glibc)
@@ -68,13 +69,13 @@ import Glibc
         defer { other.stop() }
 
         // Until exec has happened, /proc/PID/exe may still be the parent's program.
-        #expect(try await eventually { executablePath(ofProcess: app.pid) == manifest.executables[0] })
-        #expect(try await eventually { executablePath(ofProcess: share.pid) == manifest.extensions[0].executables[0] })
+        try await waitForExec(app.pid, manifest.executables[0])
+        try await waitForExec(share.pid, manifest.extensions[0].executables[0])
         #expect(try sandbox.registry.identify(pid: app.pid) == .app(manifest))
         let extensionPeer = try sandbox.registry.identify(pid: share.pid)
         #expect(extensionPeer == .appExtension(manifest.extensions[0], containingApp: manifest))
         #expect(extensionPeer.appGroups == manifest.appGroups)
-        #expect(try await eventually { executablePath(ofProcess: other.pid) == "/usr/bin/sleep" })
+        try await waitForExec(other.pid, "/usr/bin/sleep")
         #expect(try sandbox.registry.identify(pid: other.pid) == .unregistered(executable: "/usr/bin/sleep"))
     }
 
@@ -92,9 +93,11 @@ import Glibc
         // A script started by a relative path: resolved against /proc/PID/cwd.
         let relative = try Child("/bin/sh", ["-c", "cd '\(sandbox.url("opt/shapp").path)' && exec /bin/sh ./bin/shapp"])
         defer { relative.stop() }
-        #expect(try await eventually { executablePath(ofProcess: absolute.pid) == "/usr/bin/dash" })
+        try await waitForExec(absolute.pid, "/usr/bin/dash")
         // The `sh -c` before its exec has the same /proc/PID/exe: wait for the exec'd cmdline.
-        #expect(try await eventually { FileManager.default.contents(atPath: "/proc/\(relative.pid)/cmdline") == Data("/bin/sh\0./bin/shapp\0".utf8) })
+        try await poll(until: "the `sh -c` to exec ./bin/shapp", every: .milliseconds(10)) {
+            FileManager.default.contents(atPath: "/proc/\(relative.pid)/cmdline") == Data("/bin/sh\0./bin/shapp\0".utf8)
+        }
         #expect(try sandbox.registry.identify(pid: absolute.pid) == .app(manifest))
         #expect(try sandbox.registry.identify(pid: relative.pid) == .app(manifest))
     }
@@ -107,7 +110,7 @@ import Glibc
         // `tail -f /opt/…/sharealike`: the app's binary is an argument, not the program.
         let reader = try Child("/usr/bin/tail", ["-f", manifest.executables[0]])
         defer { reader.stop() }
-        #expect(try await eventually { executablePath(ofProcess: reader.pid) == "/usr/bin/tail" })
+        try await waitForExec(reader.pid, "/usr/bin/tail")
         #expect(try sandbox.registry.identify(pid: reader.pid) == .unregistered(executable: "/usr/bin/tail"))
     }
 
@@ -118,7 +121,7 @@ import Glibc
         try sandbox.registry.install(manifest)
         let app = try Child(manifest.executables[0], ["30"])
         defer { app.stop() }
-        #expect(try await eventually { executablePath(ofProcess: app.pid) == manifest.executables[0] })
+        try await waitForExec(app.pid, manifest.executables[0])
         // An update in place: the running program's file is unlinked and a new one put there.
         try FileManager.default.removeItem(atPath: manifest.executables[0])
         #expect(try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(app.pid)/exe").hasSuffix(" (deleted)"))
@@ -157,12 +160,11 @@ import Glibc
     /// Accepts one connection, polling (non-blocking) for at most 10 s.
     func accept(_ listener: Int32) async throws -> Int32 {
         _ = fcntl(listener, F_SETFL, fcntl(listener, F_GETFL) | O_NONBLOCK)
-        for _ in 0..<1000 {
+        return try await eventually("a connection to the listening socket", every: .milliseconds(10)) { () throws -> Int32? in
             let connection = Glibc.accept(listener, nil, nil)
             if connection >= 0 { return connection }
             try #require(errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
-            try await Task.sleep(for: .milliseconds(10))
+            return nil
         }
-        throw PeerCredentialsError(errno: ETIMEDOUT, message: "no connection within 10 s")
     }
 }

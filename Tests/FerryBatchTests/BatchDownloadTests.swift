@@ -199,7 +199,8 @@ import Testing
             batch.retryPolicy = RetryPolicy(maximumAttempts: 3)
             let (configured, list) = (batch, items)
             let running = Task { await configured.run(list) }
-            for _ in 0..<250 where server.requests.count < 2 { try await Task.sleep(for: .milliseconds(20)) }  // ≤ 5 s
+            try await poll(until: "the stalled and the retried download to reach the server", timeout: .seconds(30),
+                           observed: "requests: \(server.requests.map(\.uri))") { server.requests.count >= 2 }
             try await Task.sleep(for: .milliseconds(200))
             let cancelledAt = ContinuousClock.now
             running.cancel()

@@ -1,4 +1,5 @@
 // `ferry apps install|list|remove`, run as the real binary with its data in a temp folder.
+import FerryTestSupport
 import Foundation
 import Testing
 #if canImport(Glibc)
@@ -44,11 +45,11 @@ import Glibc
 
         /// Runs `ferry args…` with this folder's FERRY_DATA_DIR and FERRY_RUNTIME_DIR.
         func ferry(_ args: [String]) async throws -> FerryRun {
-            let binary = try #require(FerryBinary.binary, "the ferry binary was not built next to the tests")
+            let binary = try BuiltProducts.path(of: "ferry")
             let out = scratch.url.appendingPathComponent("out-\(UUID().uuidString.prefix(6))")
             let err = scratch.url.appendingPathComponent("err-\(UUID().uuidString.prefix(6))")
-            FileManager.default.createFile(atPath: out.path, contents: nil)
-            FileManager.default.createFile(atPath: err.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: err.path, contents: nil)
             let process = Process()
             process.executableURL = URL(fileURLWithPath: binary)
             process.arguments = args

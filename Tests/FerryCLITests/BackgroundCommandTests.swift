@@ -29,13 +29,15 @@ struct BackgroundCommandTests {
             return sessions.first { ($0["session"] as? [String: Any])?["sessionIdentifier"] as? String == "ferry.cli" }?["tasks"] as? [[String: Any]] ?? []
         }
 
-        /// Polls until task `id` is in `state` (bounded).
-        func waitFor(task id: Int, state: String) async throws -> [String: Any]? {
-            for _ in 0..<200 {
-                if let task = try await tasks().first(where: { $0["taskIdentifier"] as? Int == id }), task["state"] as? String == state { return task }
-                try await Task.sleep(for: .milliseconds(100))
+        /// Polls `ferry list` (at most 20 s) until task `id` is in `state`; the task.
+        @discardableResult
+        func waitFor(task id: Int, state: String) async throws -> [String: Any] {
+            var seen: [String: Any]?
+            return try await eventually("task \(id) to be \(state) in `ferry list`", timeout: .seconds(20), every: .milliseconds(100),
+                                        observed: seen.map { "\($0)" } ?? "no task \(id) listed") {
+                seen = try await tasks().first { $0["taskIdentifier"] as? Int == id }
+                return seen?["state"] as? String == state ? seen : nil
             }
-            return nil
         }
 
         func stopDaemon() async { _ = try? await run(["daemon", "stop"]) }
@@ -77,7 +79,7 @@ struct BackgroundCommandTests {
             #expect(upload.status == 0)
             let id = try #require(Int(upload.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
             #expect(!upload.stderr.contains("s3cret"))
-            let task = try #require(try await ferry.waitFor(task: id, state: "completed"))
+            let task = try await ferry.waitFor(task: id, state: "completed")
             #expect(task["bytesSent"] as? Int == content.count)
             #expect(server.requests.last { $0.path.hasPrefix("/upload/photo") }?.bodySHA256 == TestFiles.sha256Hex(content))
             let status = try await ferry.run(["daemon", "status", "--json"])
@@ -154,7 +156,7 @@ struct BackgroundCommandTests {
                 ["download", server.baseURL + "/bytes/200000?seed=3&stallAfter=1000&stallSeconds=3", "--wait", "-o", "slow.bin"],
                 in: ferry.scratch.url, environment: ferry.environment)
             // Wait (bounded) until ferryd has the task: then the first process owns ferry.cli.
-            _ = try await ferry.waitFor(task: 1, state: "running")
+            try await FerryBinary.killed(waiting) { try await ferry.waitFor(task: 1, state: "running") }
             let started = ContinuousClock.now
             let second = try await ferry.run(["pause", "1", "--json"])
             #expect(ContinuousClock.now - started < .seconds(3))

@@ -1,5 +1,6 @@
 // Runs the built `ferry` executable as a child process, the way a user or a script does.
 import Crypto
+import FerryTestSupport
 import Foundation
 import Testing
 
@@ -12,7 +13,6 @@ struct FerryRun {
     var status: Int32
     var stdout: String
     var stderr: String
-    var timedOut: Bool
 
     /// Standard output parsed as one JSON object.
     var json: [String: Any]? {
@@ -22,30 +22,16 @@ struct FerryRun {
 }
 
 enum FerryBinary {
-    /// The `ferry` binary: `FERRY_BINARY`, else next to the test bundle in the build products
-    /// directory (the test target depends on FerryCLI, so `swift test` builds it there).
-    static let binary: String? = {
-        if let explicit = ProcessInfo.processInfo.environment["FERRY_BINARY"] { return explicit }
-        let fm = FileManager.default
-        let here = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        let bundle = Bundle.main.bundleURL
-        let candidates = [
-            here.appendingPathComponent("ferry"),
-            bundle.appendingPathComponent("ferry"),
-            bundle.deletingLastPathComponent().appendingPathComponent("ferry"),
-        ]
-        return candidates.first { fm.isExecutableFile(atPath: $0.path) }?.path
-    }()
-
     /// Starts `ferry args…` with stdout and stderr going to files in `scratch`.
     /// `executable` runs instead of ferry (a shell that sets a limit, then execs ferry).
     static func start(_ args: [String], in scratch: URL, environment: [String: String] = [:], executable: String? = nil) throws -> (Process, URL, URL) {
-        let binary = try executable ?? #require(binary, "the ferry binary was not built next to the tests")
+        // The test target depends on FerryCLI, so `swift test` builds `ferry` with the tests.
+        let binary = try executable ?? BuiltProducts.path(of: "ferry")
         let id = UUID().uuidString.prefix(8)
         let out = scratch.appendingPathComponent("stdout-\(id)")
         let err = scratch.appendingPathComponent("stderr-\(id)")
-        FileManager.default.createFile(atPath: out.path, contents: nil)
-        FileManager.default.createFile(atPath: err.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = args
@@ -58,26 +44,36 @@ enum FerryBinary {
         return (process, out, err)
     }
 
-    /// Waits (bounded) for a started process; kills it after `timeout` seconds.
+    /// Waits (at most `timeout` seconds) for a started process to exit. Past that, or when
+    /// the test is cancelled, the process is killed and the wait fails, showing its stderr.
     static func wait(_ started: (Process, URL, URL), timeout: Double = 60) async throws -> FerryRun {
         let (process, out, err) = started
-        let polls = Int(timeout * 50)
-        var timedOut = true
-        for _ in 0..<polls {
-            if !process.isRunning {
-                timedOut = false
-                break
-            }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        if timedOut {
+        let command = ([process.executableURL?.lastPathComponent ?? "ferry"] + (process.arguments ?? [])).joined(separator: " ")
+        do {
+            try await poll(until: "`\(command.prefix(300))` to exit", timeout: .seconds(timeout),
+                           observed: "still running; its stderr: \(read(err).suffix(2000))") { !process.isRunning }
+        } catch {
             kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            throw error
         }
-        process.waitUntilExit()
-        let stdout = (try? String(contentsOf: out, encoding: .utf8)) ?? ""
-        let stderr = (try? String(contentsOf: err, encoding: .utf8)) ?? ""
-        return FerryRun(status: process.terminationStatus, stdout: stdout, stderr: stderr, timedOut: timedOut)
+        process.waitUntilExit()  // reaped already: returns at once
+        return FerryRun(status: process.terminationStatus, stdout: read(out), stderr: read(err))
     }
+
+    /// Kills a started process when `body` throws (a wait for what it should do ran out).
+    @discardableResult
+    static func killed<T>(_ started: (Process, URL, URL), ifThrows body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch {
+            kill(started.0.processIdentifier, SIGKILL)
+            started.0.waitUntilExit()
+            throw error
+        }
+    }
+
+    private static func read(_ file: URL) -> String { (try? String(contentsOf: file, encoding: .utf8)) ?? "" }
 
     /// Runs `ferry args…` to its end (at most `timeout` seconds).
     static func run(_ args: [String], in scratch: URL, timeout: Double = 60, environment: [String: String] = [:]) async throws -> FerryRun {

@@ -133,9 +133,11 @@ import Glibc
         let url = "\(server.baseURL)/bytes/\(count)?seed=5&drip=2000000"
         let file = scratch.path("e.bin")
         let started = try FerryBinary.start(["get", url, "-o", file], in: scratch.url)
-        // Bounded: wait up to 10 s for the first bytes, then press Ctrl-C.
-        for _ in 0..<500 where (fileSize(file) ?? 0) < 100_000 {
-            try await Task.sleep(for: .milliseconds(20))
+        // The first bytes (at most 30 s), then Ctrl-C.
+        try await FerryBinary.killed(started) {
+            try await poll(until: "ferry get to write its first 100,000 bytes", timeout: .seconds(30), observed: "\(fileSize(file) ?? 0) bytes in \(file)") {
+                (fileSize(file) ?? 0) >= 100_000
+            }
         }
         kill(started.0.processIdentifier, SIGINT)
         let first = try await FerryBinary.wait(started, timeout: 20)
@@ -206,7 +208,7 @@ import Glibc
             toFile: scratch.path("list.txt"), atomically: true, encoding: .utf8)
         try FileManager.default.createDirectory(atPath: scratch.path("out"), withIntermediateDirectories: true)
         let started = try FerryBinary.start(["get", "--many", scratch.path("list.txt"), "--dir", scratch.path("out"), "--quiet"], in: scratch.url)
-        #expect(try await requestsArrive(at: server, "/bytes/100000"))
+        try await requestsArrive(at: server, "/bytes/100000", from: started)
         try await Task.sleep(for: .milliseconds(300))  // the first 20,000 bytes are written by now
         kill(started.0.processIdentifier, SIGKILL)
         let run = try await FerryBinary.wait(started, timeout: 10)
@@ -223,7 +225,7 @@ import Glibc
         defer { scratch.remove() }
         let list = ["/bytes/16000?seed=1", "/bytes/200000?seed=2", "/bytes/20000?seed=3"].map { server.baseURL + $0 }
         try list.joined(separator: "\n").write(toFile: scratch.path("list.txt"), atomically: true, encoding: .utf8)
-        let binary = try #require(FerryBinary.binary)
+        let binary = try BuiltProducts.path(of: "ferry")
         // dash counts `ulimit -f` in 512-byte blocks: 32 KiB per file.
         let started = try FerryBinary.start(
             ["-c", "ulimit -f 64; exec \"$0\" \"$@\"", binary, "get", "--many", scratch.path("list.txt"), "--dir", scratch.path("out"), "--json"],
@@ -313,7 +315,7 @@ import Glibc
         let server = try await TestHTTPServer.start()
         let scratch = try Scratch()
         defer { scratch.remove() }
-        let binary = try #require(FerryBinary.binary)
+        let binary = try BuiltProducts.path(of: "ferry")
         let lines = "\(server.baseURL)/bytes/100?seed=1\\n\(server.baseURL)/bytes/200?seed=2\\n"
         let started = try FerryBinary.start(
             ["-c", "printf '\(lines)' | exec \"$0\" get --many - --dir out --json", binary], in: scratch.url, executable: "/bin/sh")
@@ -333,7 +335,7 @@ import Glibc
         let stalled = "\(server.baseURL)/redirect/1?to=/bytes/100000%3FstallAfter%3D20000%26stallSeconds%3D30"
         try stalled.write(toFile: scratch.path("list.txt"), atomically: true, encoding: .utf8)
         let started = try FerryBinary.start(["get", "--many", scratch.path("list.txt"), "--dir", scratch.path("out"), "--quiet"], in: scratch.url)
-        #expect(try await requestsArrive(at: server, "/bytes/100000"), "the redirected request")
+        try await requestsArrive(at: server, "/bytes/100000", from: started)  // the redirected request
         try await Task.sleep(for: .milliseconds(300))
         kill(started.0.processIdentifier, SIGKILL)
         _ = try await FerryBinary.wait(started, timeout: 10)
@@ -360,7 +362,7 @@ import Glibc
         ].joined(separator: "\n")
         try list.write(toFile: scratch.path("list.txt"), atomically: true, encoding: .utf8)
         let started = try FerryBinary.start(["get", "--many", scratch.path("list.txt"), "--dir", scratch.path("out"), "--quiet"], in: scratch.url)
-        #expect(try await requestsArrive(at: server, "/bytes/100000", count: 2), "both stalled downloads are under way")
+        try await requestsArrive(at: server, "/bytes/100000", count: 2, from: started)  // both stalled downloads are under way
         try await Task.sleep(for: .milliseconds(200))
         let signalled = ContinuousClock.now
         kill(started.0.processIdentifier, SIGINT)
@@ -372,12 +374,13 @@ import Glibc
         try await server.shutdown()
     }
 
-    /// Whether `count` requests for paths starting with `prefix` reached the server within 5 s.
-    private func requestsArrive(at server: TestHTTPServer, _ prefix: String, count: Int = 1) async throws -> Bool {
-        for _ in 0..<250 {
-            if server.requests.filter({ $0.uri.hasPrefix(prefix) }).count >= count { return true }
-            try await Task.sleep(for: .milliseconds(20))
+    /// Waits (at most 30 s) until `count` requests for paths starting with `prefix` reached the
+    /// server; when they do not, the `ferry` that should send them is killed and the wait fails.
+    private func requestsArrive(at server: TestHTTPServer, _ prefix: String, count: Int = 1, from started: (Process, URL, URL)) async throws {
+        try await FerryBinary.killed(started) {
+            try await poll(until: "\(count) request(s) for \(prefix)… at the server", timeout: .seconds(30), observed: "requests: \(server.requests.map(\.uri))") {
+                server.requests.filter { $0.uri.hasPrefix(prefix) }.count >= count
+            }
         }
-        return false
     }
 }

@@ -107,12 +107,11 @@ struct AppLaunchTests {
         share.waitUntilExit()
         #expect(share.terminationStatus == 0)
 
-        let deadline = Date().addingTimeInterval(30)
         var lines: [String] = []
-        while Date() < deadline {
+        try await poll(until: "the launched app to write the completion to \(events)", timeout: .seconds(30), every: .milliseconds(100),
+                       observed: "its lines: \(lines)\nferryd's log: \(ferryd.log.suffix(2000))") {
             lines = ((try? String(contentsOfFile: events, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
-            if lines.contains(where: { $0.contains(#""completed""#) }) { break }
-            try await Task.sleep(for: .milliseconds(100))
+            return lines.contains { $0.contains(#""completed""#) }
         }
         let decoded = try lines.map { try MessageCoder().decode(DaemonMessage.self, from: .init(string: $0)) }.compactMap(\.event)
         #expect(decoded.map(\.kind.name) == ["response", "data", "completed"], "\(lines)\n\(ferryd.log.suffix(2000))")

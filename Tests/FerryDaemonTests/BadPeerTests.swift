@@ -93,11 +93,10 @@ struct BadPeerTests {
         let list = try MessageCoder().encode(ClientMessage.request(id: 9, .listTasks(ListTasks(sessionIdentifier: "big"))))
         let frame = Array(try FrameEncoder.frame(list).readableBytesView)
         for _ in 0..<40 { try await greedy.sendBytes(frame) }  // ~40 MiB of replies, never read
-        let started = Date()
-        while !ferryd.log.contains("the client is not reading"), Date().timeIntervalSince(started) < 30 {
-            try await Task.sleep(for: .milliseconds(100))
+        try await poll(until: "ferryd to log that the client is not reading", timeout: .seconds(30), every: .milliseconds(100),
+                       observed: "its log: \(ferryd.log.suffix(2000))") {
+            ferryd.log.contains("the client is not reading")
         }
-        #expect(ferryd.log.contains("the client is not reading"))
         try await Self.stillServing(ferryd)
         let (closed, _) = try await greedy.waitForClose(timeout: 30)
         #expect(closed)

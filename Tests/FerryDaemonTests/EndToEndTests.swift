@@ -130,7 +130,7 @@ struct EndToEndTests {
     func oneDaemonPerUser() async throws {
         let ferryd = try FerrydProcess()
         defer { ferryd.cleanUp() }
-        let binary = try #require(FerrydProcess.binary)
+        let binary = try BuiltProducts.path(of: "ferryd")
         var racers: [(Process, Pipe)] = []
         for _ in 0..<3 {
             let process = Process()
@@ -142,7 +142,17 @@ struct EndToEndTests {
             try process.run()
             racers.append((process, pipe))
         }
-        try await Task.sleep(for: .seconds(1))
+        defer {
+            for (process, _) in racers where process.isRunning {
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+            }
+        }
+        // The two that lose exit; the one that won keeps serving (asked for its pid below).
+        try await poll(until: "two of the three ferryd to exit", timeout: .seconds(10), every: .milliseconds(50),
+                       observed: "\(racers.filter { $0.0.isRunning }.count) still running") {
+            racers.filter { !$0.0.isRunning }.count >= 2
+        }
         let running = racers.filter { $0.0.isRunning }
         #expect(running.count == 1)
         for (process, pipe) in racers where !process.isRunning {
@@ -164,7 +174,7 @@ struct EndToEndTests {
     func systemdSocketActivation() async throws {
         let ferryd = try FerrydProcess()
         defer { ferryd.cleanUp() }
-        let binary = try #require(FerrydProcess.binary)
+        let binary = try BuiltProducts.path(of: "ferryd")
         let socketPath = ferryd.root.appendingPathComponent("activated.sock").path
         // What systemd does: bind and listen, pass it as fd 3, set LISTEN_PID to the pid that
         // will exec ferryd and LISTEN_FDS=1.
@@ -186,12 +196,9 @@ struct EndToEndTests {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
-        var client: RawClient?
-        for _ in 0..<200 where client == nil {
-            client = try? await RawClient.connected(to: socketPath)
-            if client == nil { try await Task.sleep(for: .milliseconds(50)) }
+        let connected = try await eventually("ferryd to answer on the socket passed as fd 3", timeout: .seconds(10), every: .milliseconds(50)) {
+            try? await RawClient.connected(to: socketPath)
         }
-        let connected = try #require(client, "ferryd did not answer on the passed socket")
         guard case .status(let status) = try await connected.request(.status) else { throw TestFailure("no status") }
         #expect(status.pid == process.processIdentifier)
         #expect(!FileManager.default.fileExists(atPath: ferryd.socketPath), "ferryd bound no socket of its own")

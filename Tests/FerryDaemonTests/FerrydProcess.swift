@@ -1,6 +1,7 @@
 // Runs the built `ferryd` as a child process with its own data and runtime folders, as a
 // user's session would; it can be killed with SIGKILL and started again on the same folders.
 import FerryProtocol
+import FerryTestSupport
 import Foundation
 import Testing
 
@@ -9,19 +10,6 @@ import Glibc
 #endif
 
 final class FerrydProcess: @unchecked Sendable {  // used by one test at a time
-    /// The `ferryd` binary: `FERRYD_BINARY`, else next to the test bundle (the test target
-    /// depends on FerryDaemonApp, so `swift test` builds it there).
-    static let binary: String? = {
-        if let explicit = ProcessInfo.processInfo.environment["FERRYD_BINARY"] { return explicit }
-        let here = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        let bundle = Bundle.main.bundleURL
-        let candidates = [
-            here.appendingPathComponent("ferryd"), bundle.appendingPathComponent("ferryd"),
-            bundle.deletingLastPathComponent().appendingPathComponent("ferryd"),
-        ]
-        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) }?.path
-    }()
-
     let root: URL
     var dataDirectory: URL { root.appendingPathComponent("data") }
     var runtimeDirectory: URL { root.appendingPathComponent("run") }
@@ -35,7 +23,7 @@ final class FerrydProcess: @unchecked Sendable {  // used by one test at a time
     init() throws {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("ferryd-test-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: logURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: logURL.path, contents: nil)
     }
 
     var environment: [String: String] {
@@ -67,7 +55,8 @@ final class FerrydProcess: @unchecked Sendable {  // used by one test at a time
 
     /// Starts ferryd and waits (≤ 15 s) until its socket answers a hello.
     func start() async throws {
-        let binary = try #require(Self.binary, "the ferryd binary was not built next to the tests")
+        // The test target depends on FerryDaemonApp, so `swift test` builds `ferryd` with the tests.
+        let binary = try BuiltProducts.path(of: "ferryd")
         let process = Process()
         let command = wrapper + [binary] + extraArguments
         process.executableURL = URL(fileURLWithPath: command[0])
@@ -80,15 +69,11 @@ final class FerrydProcess: @unchecked Sendable {  // used by one test at a time
         process.standardError = log
         try process.run()
         self.process = process
-        for _ in 0..<300 {
-            if let client = try? await RawClient.connected(to: socketPath, name: "probe") {
-                _ = client
-                return
-            }
+        try await poll(until: "ferryd to answer a hello on \(socketPath)", timeout: .seconds(15), every: .milliseconds(50), observed: "its log:\n\(self.log.suffix(3000))") {
+            if (try? await RawClient.connected(to: socketPath, name: "probe")) != nil { return true }
             guard process.isRunning else { throw TestFailure("ferryd exited at start:\n\(self.log)") }
-            try await Task.sleep(for: .milliseconds(50))
+            return false
         }
-        throw TestFailure("ferryd did not answer within 15 s:\n\(log)")
     }
 
     /// SIGKILL, and waits until it is gone.
@@ -99,13 +84,19 @@ final class FerrydProcess: @unchecked Sendable {  // used by one test at a time
         self.process = nil
     }
 
-    /// SIGTERM, and waits (≤ 20 s) for it to exit; returns its status.
+    /// SIGTERM, and waits (≤ 20 s) for it to exit; returns its status. One that does not exit
+    /// is killed with SIGKILL, and the wait fails.
     @discardableResult
     func terminate() async throws -> Int32 {
         guard let process else { return 0 }
         kill(process.processIdentifier, SIGTERM)
-        for _ in 0..<400 where process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        do {
+            try await poll(until: "ferryd to exit after SIGTERM", timeout: .seconds(20), every: .milliseconds(50),
+                           observed: "its log:\n\(log.suffix(2000))") { !process.isRunning }
+        } catch {
+            kill9()
+            throw error
+        }
         process.waitUntilExit()
         self.process = nil
         return process.terminationStatus

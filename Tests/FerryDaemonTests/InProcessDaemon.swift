@@ -47,16 +47,6 @@ final class InProcessDaemon: Sendable {
         try? FileManager.default.removeItem(at: root)
     }
 
-    /// Polls `condition` (every 20 ms, at most `timeout` s of real time).
-    func eventually(_ what: String, timeout: Double = 10, _ condition: () async throws -> Bool) async throws {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if try await condition() { return }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        throw TestFailure("timed out waiting for: \(what)")
-    }
-
     func task(_ session: String, _ task: Int) async throws -> TaskRecord {
         try #require(try await store.task(session: session, task: task))
     }

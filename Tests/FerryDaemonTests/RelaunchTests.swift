@@ -20,16 +20,21 @@ struct RelaunchTests {
         let task = try await share.submit(.upload("bg", server.baseURL + "/upload", file: body, method: "POST", key: "share-001"))
         share.close()
 
-        try await ferryd.eventually("the app is launched for the completed upload") { ferryd.launcher.count == 1 }
+        try await poll(until: "the app is launched for the completed upload") { ferryd.launcher.count == 1 }
         #expect(ferryd.launcher.launches.withLockedValue { $0.map(\.app) } == ["com.example.app"])
         #expect(ferryd.launcher.launches.withLockedValue { $0.map(\.session) } == ["bg"])
 
-        // It does not come: launched again after 60 s, not before, and not in a loop.
+        // It does not come: launched again after 60 s, not before, and not in a loop. The next
+        // launch is timed for 60 s after the first, so moving the clock 59 s wakes nobody.
+        let secondLaunch = ferryd.clock.now.addingTimeInterval(60)
+        try await poll(until: "ferryd to time the next launch for the connect time-out", observed: "next wake-up \(String(describing: ferryd.clock.nextDeadline))") {
+            ferryd.clock.nextDeadline == secondLaunch
+        }
         ferryd.clock.advance(by: 59)
-        try await Task.sleep(for: .milliseconds(200))
+        #expect(ferryd.clock.nextDeadline == secondLaunch, "something woke before the connect time-out")
         #expect(ferryd.launcher.count == 1)
         ferryd.clock.advance(by: 1)
-        try await ferryd.eventually("a second launch") { ferryd.launcher.count == 2 }
+        try await poll(until: "a second launch") { ferryd.launcher.count == 2 }
         try await Task.sleep(for: .milliseconds(200))
         #expect(ferryd.launcher.count == 2)
 
@@ -58,13 +63,18 @@ struct RelaunchTests {
         try await share.request(.attach("bg", group: "group.example"))
         _ = try await share.submit(.download("bg", server.baseURL + "/bytes/100"))
         share.close()
-        try await ferryd.eventually("first launch") { ferryd.launcher.count == 1 }
+        try await poll(until: "first launch") { ferryd.launcher.count == 1 }
         for (step, expected) in [(10.0, 2), (20.0, 3), (40.0, 4)] {
+            // The next launch is timed for `step` after this one: 0.5 s before it, nobody wakes.
+            let next = ferryd.clock.now.addingTimeInterval(step)
+            try await poll(until: "ferryd to time launch \(expected) for \(step) s later", observed: "next wake-up \(String(describing: ferryd.clock.nextDeadline))") {
+                ferryd.clock.nextDeadline == next
+            }
             ferryd.clock.advance(by: step - 0.5)
-            try await Task.sleep(for: .milliseconds(150))
+            #expect(ferryd.clock.nextDeadline == next, "something woke before \(step) s")
             #expect(ferryd.launcher.count == expected - 1, "launched before \(step) s")
             ferryd.clock.advance(by: 0.5)
-            try await ferryd.eventually("launch \(expected)") { ferryd.launcher.count == expected }
+            try await poll(until: "launch \(expected)") { ferryd.launcher.count == expected }
         }
         try await server.shutdown()
         await ferryd.shutdown()
@@ -107,7 +117,7 @@ struct RelaunchTests {
         let (closed, messages) = try await client.waitForClose()
         #expect(closed)
         #expect(messages.contains { if case .goodbye = $0 { true } else { false } })
-        try await ferryd.eventually("the stop handler ran") { ferryd.stopped.withLockedValue { $0 } }
+        try await poll(until: "the stop handler ran") { ferryd.stopped.withLockedValue { $0 } }
         await ferryd.shutdown()
     }
 }

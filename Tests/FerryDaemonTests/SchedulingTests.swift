@@ -17,7 +17,7 @@ struct SchedulingTests {
         let task = try await client.submit(TaskSubmission(
             sessionIdentifier: "s", kind: .data,
             request: TaskRequest(url: URL(string: server.baseURL + "/flaky/a?failures=1&status=503&retryAfter=30&then=/bytes/100")!)))
-        try await ferryd.eventually("the 503 is stored as a retry") {
+        try await poll(until: "the 503 is stored as a retry") {
             try await client.task("s", task.taskIdentifier).reasonKind == .retryAfter
         }
         let waiting = try await client.task("s", task.taskIdentifier)
@@ -26,8 +26,13 @@ struct SchedulingTests {
         #expect(waiting.lastError?.code.rawValue == "http503")
         #expect(server.requests.count == 1)
 
+        // The scheduler sleeps until exactly the Retry-After time, so moving the clock to 0.1 s
+        // before it wakes nobody: no request can go out.
+        try await poll(until: "the scheduler to sleep until the Retry-After time", observed: "it sleeps until \(String(describing: ferryd.clock.nextDeadline))") {
+            ferryd.clock.nextDeadline == t0.addingTimeInterval(30)
+        }
         ferryd.clock.advance(by: 29.9)
-        try await Task.sleep(for: .milliseconds(300))
+        #expect(ferryd.clock.nextDeadline == t0.addingTimeInterval(30), "something woke before Retry-After")
         #expect(server.requests.count == 1, "a request went out before Retry-After")
         ferryd.clock.advance(by: 0.1)
         let events = try await client.events(untilFinished: [task.taskIdentifier])
@@ -48,7 +53,7 @@ struct SchedulingTests {
         let task = try await client.submit(submission)
         var waits: [TimeInterval] = []
         for attempt in 1...3 {
-            try await ferryd.eventually("attempt \(attempt) fails and backs off") {
+            try await poll(until: "attempt \(attempt) fails and backs off") {
                 let info = try await client.task("s", task.taskIdentifier)
                 return info.attemptCount == attempt && info.reasonKind == .backingOff
             }
@@ -64,11 +69,13 @@ struct SchedulingTests {
         #expect(waits[1] >= 1 && waits[1] <= 2)
         #expect(waits[2] >= 2 && waits[2] <= 4)
         // Keep failing until the next wait would pass the 10 s resource time-out.
-        for _ in 0..<10 {
-            let info = try await client.task("s", task.taskIdentifier)
-            if info.state == .failed { break }
+        var info = try await client.task("s", task.taskIdentifier)
+        try await poll(until: "the task to fail at the resource time-out", timeout: .seconds(1), every: .milliseconds(100),
+                       observed: "state \(info.state), attempt \(info.attemptCount), next attempt at \(String(describing: info.nextAttemptDate))") {
+            info = try await client.task("s", task.taskIdentifier)
+            if info.state == .failed { return true }
             if let next = info.nextAttemptDate { ferryd.clock.advance(to: next) }
-            try await Task.sleep(for: .milliseconds(100))
+            return false
         }
         let events = try await client.events(untilFinished: [task.taskIdentifier])
         guard case .failed(let failure) = events.last?.kind else { throw TestFailure("not failed: \(events)") }
@@ -106,7 +113,11 @@ struct SchedulingTests {
         let task = try await client.submit(submission)
         #expect(task.waitingReason?.kind == .beginDate)
         #expect(task.waitingReason?.until == submission.earliestBeginDate)
-        try await Task.sleep(for: .milliseconds(300))
+        // Asleep until the begin date, with the task still waiting for it: nothing went out.
+        try await poll(until: "the scheduler to sleep until the begin date", observed: "it sleeps until \(String(describing: ferryd.clock.nextDeadline))") {
+            ferryd.clock.nextDeadline == submission.earliestBeginDate
+        }
+        #expect(try await client.task("s", task.taskIdentifier).reasonKind == .beginDate)
         #expect(server.requests.isEmpty)
         ferryd.clock.advance(by: 3600)
         let events = try await client.events(untilFinished: [task.taskIdentifier])
@@ -125,7 +136,7 @@ struct SchedulingTests {
         for i in 0..<3 {
             ids.append(try await client.submit(.download("s", server.baseURL + "/bytes/100000?seed=\(i)&drip=200000")).taskIdentifier)
         }
-        try await ferryd.eventually("one runs, two wait for the host") {
+        try await poll(until: "one runs, two wait for the host") {
             let states = try await ids.asyncMap { try await client.task("s", $0) }
             return states.filter { $0.state == .running }.count == 1 && states.filter { $0.reasonKind == .hostLimit }.count == 2
         }
@@ -146,15 +157,15 @@ struct SchedulingTests {
         let url = server.baseURL + "/bytes/400000?seed=9&drip=100000"
         let task = try await client.submit(.download("s", url))
         let reference = TaskReference(sessionIdentifier: "s", taskIdentifier: task.taskIdentifier)
-        try await ferryd.eventually("bytes arrive") { try await ferryd.task("s", task.taskIdentifier).bytesReceived > 50_000 }
+        try await poll(until: "bytes arrive") { try await ferryd.task("s", task.taskIdentifier).bytesReceived > 50_000 }
         guard case .task(let suspended) = try await client.request(.suspend(reference)) else { throw TestFailure("no task") }
         #expect(suspended.state == .suspended && suspended.waitingReason?.kind == .suspended)
         guard case .task(let resumed) = try await client.request(.resume(reference)) else { throw TestFailure("no task") }
         #expect(resumed.state == .waiting)
-        try await ferryd.eventually("the resumed transfer asks for a range") {
+        try await poll(until: "the resumed transfer asks for a range") {
             server.requests.count == 2 && server.requests[1].header("range") != nil
         }
-        try await ferryd.eventually("more bytes arrive") { try await ferryd.task("s", task.taskIdentifier).bytesReceived > 150_000 }
+        try await poll(until: "more bytes arrive") { try await ferryd.task("s", task.taskIdentifier).bytesReceived > 150_000 }
         guard case .resumeData(let cancelled) = try await client.request(.cancelProducingResumeData(reference)) else { throw TestFailure("no resume data") }
         #expect(cancelled.task.state == .cancelled)
         let resumeData = try #require(cancelled.resumeData)
@@ -190,7 +201,7 @@ struct SchedulingTests {
             ids[priority] = try await client.submit(submission).taskIdentifier
         }
         ferryd.clock.advance(by: 10)
-        try await ferryd.eventually("the lowest priority waits for the limit") {
+        try await poll(until: "the lowest priority waits for the limit") {
             try await client.task("s", ids[0.1]!).reasonKind == .globalLimit
         }
         _ = try await client.events(untilFinished: Set(ids.values))
@@ -211,7 +222,7 @@ struct SchedulingTests {
         var later = TaskSubmission.download("s", server.baseURL + "/bytes/10")
         later.earliestBeginDate = ferryd.clock.now.addingTimeInterval(600)
         let waiting = try await client.submit(later)
-        try await ferryd.eventually("the slow download runs") { try await ferryd.task("s", slow.taskIdentifier).state == .running }
+        try await poll(until: "the slow download runs") { try await ferryd.task("s", slow.taskIdentifier).state == .running }
         guard case .invalidated = try await client.request(.invalidate(Invalidate(sessionIdentifier: "s", cancelTasks: true))) else {
             throw TestFailure("not invalidated")
         }
@@ -237,11 +248,17 @@ struct SchedulingTests {
         let task = try await client.submit(.download("s", server.baseURL + "/bytes/10"))
         let events = try await client.events(untilFinished: [task.taskIdentifier])
         try await client.request(.acknowledge(Acknowledge(sessionIdentifier: "s", upToSequence: events.last!.sequence)))
+        // The clean-up is hourly: the scheduler sleeps until an hour after it started, so
+        // moving the clock 59 minutes wakes nobody, and the task is still stored.
+        let cleanup = ferryd.clock.now.addingTimeInterval(3600)  // the clock has not moved since ferryd started
+        try await poll(until: "the scheduler to sleep until the hourly clean-up", observed: "it sleeps until \(String(describing: ferryd.clock.nextDeadline))") {
+            ferryd.clock.nextDeadline == cleanup
+        }
         ferryd.clock.advance(by: 59 * 60)
-        try await Task.sleep(for: .milliseconds(200))
+        #expect(ferryd.clock.nextDeadline == cleanup, "something woke before the clean-up")
         #expect(try await ferryd.store.task(session: "s", task: task.taskIdentifier) != nil)
         ferryd.clock.advance(by: 60)
-        try await ferryd.eventually("the task is forgotten") {
+        try await poll(until: "the task is forgotten") {
             try await ferryd.store.task(session: "s", task: task.taskIdentifier) == nil
         }
         try await server.shutdown()

@@ -20,15 +20,15 @@ extension RawClient {
     /// (it closed a moment ago), the attach is refused: ask again, for at most 5 s.
     @discardableResult
     func attachAfterReconnect(_ session: String) async throws -> Attached {
-        for _ in 0..<100 {
+        try await eventually("ferryd to release \(session) from its previous owner", timeout: .seconds(5), every: .milliseconds(50),
+                             observed: "attach refused with backgroundSessionInUseByAnotherProcess") {
             do {
                 guard case .attached(let attached) = try await request(.attach(session)) else { throw TestFailure("no attach") }
                 return attached
             } catch let error as FerryProtocolError where error.code == .backgroundSessionInUseByAnotherProcess {
-                try await Task.sleep(for: .milliseconds(50))
+                return nil
             }
         }
-        throw TestFailure("the previous owner of \(session) was never released")
     }
 
     func submit(_ submission: TaskSubmission) async throws -> TaskInfo {

@@ -20,8 +20,8 @@ struct UploadCancelTests {
 
         func patches() -> Int { server.requests.filter { $0.method == "PATCH" }.count }
         func waitForAppends(_ count: Int) async throws {
-            for _ in 0..<1000 where patches() < count { try await Task.sleep(for: .milliseconds(5)) }  // ≤ 5 s
-            #expect(patches() >= count)
+            try await poll(until: "\(count) PATCH appends at the server", timeout: .seconds(5), every: .milliseconds(5),
+                           observed: "requests: \(server.requests.map(\.method))") { patches() >= count }
         }
 
         // Suspend, resume: one resource, asked for its offset, stored whole.
@@ -41,12 +41,10 @@ struct UploadCancelTests {
         let dropped = try await client.submit(.upload("s1", server.baseURL + "/upload/dropped", file: body, method: "POST"))
         try await waitForAppends(before + 2)
         try await client.request(.cancel(TaskReference(sessionIdentifier: "s1", taskIdentifier: dropped.taskIdentifier)))
-        var deleted = false
-        for _ in 0..<1000 where !deleted {  // ≤ 5 s
-            deleted = server.requests.contains { $0.method == "DELETE" }
-            if !deleted { try await Task.sleep(for: .milliseconds(5)) }
+        try await poll(until: "ferryd to DELETE the cancelled upload's resource", timeout: .seconds(5), every: .milliseconds(5),
+                       observed: "requests: \(server.requests.map(\.method))") {
+            server.requests.contains { $0.method == "DELETE" }
         }
-        #expect(deleted, "\(server.requests.map(\.method))")
         #expect(server.creations == 2)
         #expect(server.completedUploads["dropped"] == nil)
         try await server.shutdown()

@@ -1,4 +1,5 @@
 @testable import FerryEngine
+import FerryTestSupport
 import Synchronization
 import Testing
 
@@ -18,8 +19,9 @@ struct HostLimiterTests {
                 group.addTask {
                     try await limiter.withSlot(host: "a") { order.numbers.withLock { $0.append(number) } }
                 }
-                // Each one queued before the next is added (bounded wait).
-                for _ in 0..<200 where limiter.waiting(host: "a") < number { try await Task.sleep(for: .milliseconds(5)) }
+                // Each one queued before the next is added.
+                try await poll(until: "waiter \(number) to queue for host a", every: .milliseconds(5),
+                               observed: "\(limiter.waiting(host: "a")) waiting") { limiter.waiting(host: "a") >= number }
             }
             #expect(limiter.waiting(host: "a") == 3)
             limiter.release(host: "a")
@@ -35,7 +37,8 @@ struct HostLimiterTests {
         let limiter = HostLimiter(limit: 1)
         try await limiter.acquire(host: "a")
         let waiter = Task { try await limiter.acquire(host: "a") }
-        for _ in 0..<200 where limiter.waiting(host: "a") < 1 { try await Task.sleep(for: .milliseconds(5)) }
+        try await poll(until: "the waiter to queue for host a", every: .milliseconds(5),
+                       observed: "\(limiter.waiting(host: "a")) waiting") { limiter.waiting(host: "a") >= 1 }
         waiter.cancel()
         await #expect(throws: CancellationError.self) { try await waiter.value }
         #expect(limiter.waiting(host: "a") == 0)

@@ -8,6 +8,7 @@ func sha256Hex(ofFile url: URL) throws -> String { try TestFiles.sha256Hex(ofFil
 func sha256Hex(_ data: Data) -> String { TestFiles.sha256Hex(data) }
 
 /// Runs `body` with a started TestHTTPServer and an engine, shutting both down after.
+@discardableResult
 func withServerAndEngine<T>(
     configure: (inout EngineConfiguration) -> Void = { _ in },
     sleeper: any Sleeper = ContinuousSleeper(),

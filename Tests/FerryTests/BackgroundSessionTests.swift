@@ -92,7 +92,7 @@ struct BackgroundSessionTests {
             #expect(ContinuousClock.now - start < .seconds(2))
             first.finishTasksAndInvalidate()
             // Once the first has gone, the session is free again.
-            let again = try await eventually { try Session.background(daemon.configuration("bg.owner")) }
+            let again = try await reattach(daemon, "bg.owner")
             again.finishTasksAndInvalidate()
         }
     }
@@ -107,7 +107,7 @@ struct BackgroundSessionTests {
             first.finishTasksAndInvalidate()
 
             let delegate = RecordingDelegate()
-            let second = try await eventually { try Session.background(daemon.configuration("bg.reattach"), delegate: delegate) }
+            let second = try await reattach(daemon, "bg.reattach", delegate: delegate)
             #expect(second.allTasks.map(\.taskIdentifier).contains(identifier))
             #expect(succeeded(await delegate.nextCompletion()))
             #expect(delegate.log.filter { $0.hasPrefix("complete") }.count == 1)
@@ -130,7 +130,7 @@ struct BackgroundSessionTests {
                 first.finishTasksAndInvalidate()
 
                 let secondLog = CompletionsByTask()
-                let second = try await eventually { try Session.background(daemon.configuration(identifier), delegate: secondLog) }
+                let second = try await reattach(daemon, identifier, delegate: secondLog)
                 // A redelivered event comes right after the attach (ferryd replays what is
                 // stored, then says eventsFinished; with nothing stored it says nothing).
                 for _ in 0..<40 where secondLog.tasks.isEmpty { try await Task.sleep(for: .milliseconds(25)) }
@@ -229,16 +229,14 @@ func succeeded(_ completion: FerryError??) -> Bool {
     return false
 }
 
-/// Retries `body` for a short while: ferryd notices a closed connection asynchronously.
-func eventually<T>(_ body: () throws -> T) async throws -> T {
-    var lastError: (any Error)?
-    for _ in 0..<50 {
-        do { return try body() } catch {
-            lastError = error
-            try await Task.sleep(for: .milliseconds(40))
-        }
+/// The background session `identifier` made again, once ferryd has noticed that its previous
+/// owner's connection closed (it notices asynchronously): at most 2 s.
+func reattach(_ daemon: DaemonHarness, _ identifier: String, delegate: (any SessionDelegate)? = nil) async throws -> Session {
+    var refusal: (any Error)?
+    return try await eventually("ferryd to let a new owner make \(identifier)", timeout: .seconds(2), every: .milliseconds(40),
+                                observed: "refused with \(refusal.map { "\($0)" } ?? "nothing")") {
+        do { return try Session.background(daemon.configuration(identifier), delegate: delegate) } catch { refusal = error; return nil }
     }
-    throw lastError!
 }
 
 func withDaemonAndServer(_ body: (DaemonHarness, TestHTTPServer) async throws -> Void) async throws {

@@ -1,4 +1,5 @@
 import Ferry
+import FerryTestSupport
 import Foundation
 
 /// A ferryd of one test's own: fresh data and runtime directories, the real `ferryd` binary
@@ -7,6 +8,8 @@ import Foundation
 final class DaemonHarness: @unchecked Sendable {  // `process` changes only on the test's own task
     let dataDirectory: URL
     let runtimeDirectory: URL
+    /// The `ferryd` this build made (the test target depends on FerryDaemonApp).
+    let ferrydPath: String
     private var process: Process?
 
     /// ferryd's output (outside the folders `stop()` removes; kept with FERRY_KEEP_TEST_LOGS=1).
@@ -18,25 +21,18 @@ final class DaemonHarness: @unchecked Sendable {  // `process` changes only on t
         ["FERRY_DATA_DIR": dataDirectory.path, "FERRY_RUNTIME_DIR": runtimeDirectory.path]
     }
 
-    private init(dataDirectory: URL, runtimeDirectory: URL) {
+    private init(dataDirectory: URL, runtimeDirectory: URL, ferrydPath: String) {
         self.dataDirectory = dataDirectory
         self.runtimeDirectory = runtimeDirectory
-    }
-
-    static var ferrydPath: String {
-        let runner = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        var directory = URL(fileURLWithPath: runner).deletingLastPathComponent()
-        // The runner may sit inside an .xctest bundle directory.
-        for _ in 0..<4 where !FileManager.default.isExecutableFile(atPath: directory.appendingPathComponent("ferryd").path) {
-            directory.deleteLastPathComponent()
-        }
-        return directory.appendingPathComponent("ferryd").path
+        self.ferrydPath = ferrydPath
     }
 
     /// Directories only; the library may start ferryd itself.
     static func prepare() throws -> DaemonHarness {
+        let ferryd = try BuiltProducts.path(of: "ferryd")
         let base = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("ferry-bg-\(UUID().uuidString.prefix(8))")
-        let harness = DaemonHarness(dataDirectory: base.appendingPathComponent("data"), runtimeDirectory: base.appendingPathComponent("run"))
+        let harness = DaemonHarness(
+            dataDirectory: base.appendingPathComponent("data"), runtimeDirectory: base.appendingPathComponent("run"), ferrydPath: ferryd)
         for directory in [harness.dataDirectory, harness.runtimeDirectory] {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         }
@@ -51,16 +47,16 @@ final class DaemonHarness: @unchecked Sendable {  // `process` changes only on t
 
     func configuration(_ identifier: String) -> Configuration {
         var configuration = Configuration.background(identifier: identifier)
-        configuration.ferryEnvironment = environment.merging(["FERRYD_PATH": Self.ferrydPath]) { $1 }
+        configuration.ferryEnvironment = environment.merging(["FERRYD_PATH": ferrydPath]) { $1 }
         return configuration
     }
 
     private func launch() async throws {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.ferrydPath)
+        process.executableURL = URL(fileURLWithPath: ferrydPath)
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let log = logFile
-        FileManager.default.createFile(atPath: log.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let handle = try FileHandle(forWritingTo: log)
         try handle.seekToEnd()
         process.standardOutput = handle
@@ -68,11 +64,10 @@ final class DaemonHarness: @unchecked Sendable {  // `process` changes only on t
         try process.run()
         self.process = process
         let socket = runtimeDirectory.appendingPathComponent("ferryd.sock").path
-        for _ in 0..<200 {
-            if FileManager.default.fileExists(atPath: socket) { return }
-            try await Task.sleep(for: .milliseconds(25))
+        try await poll(until: "ferryd to create \(socket)", timeout: .seconds(5), every: .milliseconds(25),
+                       observed: "its log: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")") {
+            FileManager.default.fileExists(atPath: socket)
         }
-        throw HarnessError("ferryd did not create \(socket) within 5 s; log: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
     }
 
     /// SIGKILL, and wait until it is gone.

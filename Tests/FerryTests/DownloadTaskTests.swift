@@ -46,8 +46,9 @@ struct DownloadTaskTests {
             let first = Session(configuration: configuration)
             let task = first.downloadTask(with: server.url("/bytes/\(size)?seed=31&drip=2000000"))
             task.resume()
-            // Wait (bounded) until some bytes are on disk.
-            for _ in 0..<200 where task.countOfBytesReceived < 300_000 { try await Task.sleep(for: .milliseconds(20)) }
+            try await poll(until: "300,000 bytes of the download on disk", timeout: .seconds(30), observed: "\(task.countOfBytesReceived) bytes") {
+                task.countOfBytesReceived >= 300_000
+            }
             let resumeData = try #require(await task.cancelByProducingResumeData())
             #expect(task.error?.code == .cancelled)
             first.invalidateAndCancel()
@@ -107,7 +108,9 @@ struct DownloadTaskTests {
             let size = 3 << 20
             let task = session.downloadTask(with: server.url("/bytes/\(size)?seed=40&drip=3000000"))
             task.resume()
-            for _ in 0..<200 where task.countOfBytesReceived < 200_000 { try await Task.sleep(for: .milliseconds(20)) }
+            try await poll(until: "200,000 bytes of the download received", timeout: .seconds(30), observed: "\(task.countOfBytesReceived) bytes") {
+                task.countOfBytesReceived >= 200_000
+            }
             task.suspend()
             #expect(task.state == .suspended)
             try await Task.sleep(for: .milliseconds(100))

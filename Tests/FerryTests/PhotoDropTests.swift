@@ -17,15 +17,16 @@ struct PhotoDropTests {
         defer { daemon.stop() }
         let server = try await ByteClubProcess.start(clientID: "photodrop-client")
         defer { server.stop() }
-        let binaries = DaemonHarness.ferrydPath.replacingOccurrences(of: "/ferryd", with: "")
+        let app = try BuiltProducts.path(of: "photodrop")
+        let shareExtension = try BuiltProducts.path(of: "photodrop-share")
         let registry = AppRegistry(paths: FerryPaths(dataDirectory: daemon.dataDirectory, runtimeDirectory: daemon.runtimeDirectory))
         try registry.install(AppManifest(
             bundleIdentifier: "org.ferry.photodrop", name: "PhotoDrop",
-            executables: ["\(binaries)/photodrop"], launch: ["\(binaries)/photodrop"],
+            executables: [app], launch: [app],
             appGroups: [PhotoDropConstants.group],
             extensions: [ExtensionManifest(
                 bundleIdentifier: "org.ferry.photodrop.share", name: "Share to PhotoDrop",
-                executables: ["\(binaries)/photodrop-share"], backgroundSessionIdentifier: PhotoDropConstants.session)]))
+                executables: [shareExtension], backgroundSessionIdentifier: PhotoDropConstants.session)]))
 
         let scratch = try makeTemporaryDirectory()
         let image = scratch.appendingPathComponent("cow.jpg")
@@ -34,7 +35,7 @@ struct PhotoDropTests {
 
         // The extension: prints the monotonic time right after resume(), then exits.
         let share = Process()
-        share.executableURL = URL(fileURLWithPath: "\(binaries)/photodrop-share")
+        share.executableURL = URL(fileURLWithPath: shareExtension)
         // A request bin for the extension's short, in-process note (no background session).
         var createBin = Request(url: URL(string: "\(server.baseURL)/bins")!, method: "POST")
         createBin.body = Data()
@@ -43,15 +44,15 @@ struct PhotoDropTests {
         share.arguments = [image.path, "\(server.baseURL)/3/image", "Client-ID photodrop-client", "--announce", binURL]
         share.environment = ProcessInfo.processInfo.environment.merging(daemon.environment) { $1 }
         let output = scratch.appendingPathComponent("share.out")
-        FileManager.default.createFile(atPath: output.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
         share.standardOutput = try FileHandle(forWritingTo: output)
         let exited = ExitClock()
         share.terminationHandler = { _ in exited.mark() }
         try share.run()
         try await waitForExit(share)
         // Foundation runs the termination handler on its own thread, possibly just after
-        // isRunning turned false (a fresh-clone CI run read nil here): wait for it, bounded.
-        for _ in 0..<200 where exited.value == nil { try await Task.sleep(for: .milliseconds(5)) }
+        // isRunning turned false (a fresh-clone CI run read nil here): wait for it.
+        try await poll(until: "the extension's termination handler to run", timeout: .seconds(1), every: .milliseconds(5)) { exited.value != nil }
         #expect(share.terminationStatus == 0)
         let printed = try String(contentsOf: output, encoding: .utf8).split(separator: "\n")
         let resumedAt = try #require(printed.first { $0.hasPrefix("resumed-at ") }.flatMap { UInt64($0.dropFirst("resumed-at ".count)) })
@@ -62,17 +63,16 @@ struct PhotoDropTests {
         // ferryd uploads, finds nobody connected, and launches the app; the app records.
         let log = FerryPaths(dataDirectory: daemon.dataDirectory, runtimeDirectory: daemon.runtimeDirectory)
             .containerURL(forGroup: PhotoDropConstants.group).appendingPathComponent("uploads.jsonl")
-        var records: [[String: Any]] = []
-        for _ in 0..<600 {  // up to 30 s
-            if let text = try? String(contentsOf: log, encoding: .utf8), !text.isEmpty {
-                records = text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
-                if !records.isEmpty { break }
-            }
-            try await Task.sleep(for: .milliseconds(50))
+        func recorded() -> [[String: Any]] {
+            ((try? String(contentsOf: log, encoding: .utf8)) ?? "").split(separator: "\n")
+                .compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        }
+        try await poll(until: "the launched app to record the upload in \(log.lastPathComponent)", timeout: .seconds(30), every: .milliseconds(50),
+                       observed: "its log: \((try? String(contentsOf: daemon.logFile, encoding: .utf8))?.suffix(2000) ?? "")") {
+            !recorded().isEmpty
         }
         try await Task.sleep(for: .milliseconds(500))  // a second completion, if any, would land now
-        records = (try? String(contentsOf: log, encoding: .utf8))?.split(separator: "\n")
-            .compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] } ?? []
+        let records = recorded()
         #expect(records.count == 1)
         let record = try #require(records.first)
         #expect(record["handledBy"] as? String == "app")
@@ -106,17 +106,17 @@ extension PhotoDropTests {
         let daemon = try await DaemonHarness.start()
         defer { daemon.stop() }
         try await withServer { server in
-            let binaries = DaemonHarness.ferrydPath.replacingOccurrences(of: "/ferryd", with: "")
+            let shareExtension = try BuiltProducts.path(of: "photodrop-share")
             let scratch = try makeTemporaryDirectory()
             let file = scratch.appendingPathComponent("note.bin")
             try Data("x".utf8).write(to: file)
             let share = Process()
-            share.executableURL = URL(fileURLWithPath: "\(binaries)/photodrop-share")
+            share.executableURL = URL(fileURLWithPath: shareExtension)
             // The note's server answers after 1.5 s; SIGTERM comes at 0.3 s.
             share.arguments = [file.path, server.url("/upload/never").absoluteString, "--announce", server.url("/delay/1500").absoluteString]
             share.environment = ProcessInfo.processInfo.environment.merging(daemon.environment) { $1 }
             let output = scratch.appendingPathComponent("out")
-            FileManager.default.createFile(atPath: output.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: output.path, contents: nil)
             share.standardOutput = try FileHandle(forWritingTo: output)
             let started = ContinuousClock.now
             try share.run()
@@ -148,14 +148,15 @@ func monotonicNanoseconds() -> UInt64 {
 
 /// Waits for `process` without holding a thread: the test servers answer on Swift's
 /// cooperative pool (two threads here), and a blocked wait starved them under a full run.
+/// Past `timeout` it is killed with SIGKILL, and the wait fails.
 func waitForExit(_ process: Process, timeout: Duration = .seconds(60)) async throws {
-    let deadline = ContinuousClock.now + timeout
-    while process.isRunning {
-        guard ContinuousClock.now < deadline else {
-            kill(process.processIdentifier, SIGKILL)
-            throw HarnessError("\(process.executableURL?.lastPathComponent ?? "process") did not exit within \(timeout)")
+    do {
+        try await poll(until: "\(process.executableURL?.lastPathComponent ?? "process") to exit", timeout: timeout, every: .milliseconds(10)) {
+            !process.isRunning
         }
-        try await Task.sleep(for: .milliseconds(10))
+    } catch {
+        kill(process.processIdentifier, SIGKILL)
+        throw error
     }
     process.waitUntilExit()  // reaped already: returns at once
 }
@@ -184,10 +185,10 @@ struct ByteClubProcess {
     let directory: URL
 
     static func start(clientID: String) async throws -> ByteClubProcess {
-        let binary = DaemonHarness.ferrydPath.replacingOccurrences(of: "/ferryd", with: "/byteclub-server")
+        let binary = try BuiltProducts.path(of: "byteclub-server")
         let directory = try makeTemporaryDirectory()
         let output = directory.appendingPathComponent("stdout")
-        FileManager.default.createFile(atPath: output.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = ["--port", "0", "--data-dir", directory.appendingPathComponent("data").path,
@@ -195,19 +196,19 @@ struct ByteClubProcess {
         process.standardOutput = try FileHandle(forWritingTo: output)
         process.standardError = FileHandle.nullDevice
         try process.run()
-        for _ in 0..<300 {
-            let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
-            if let range = text.range(of: "listening on http://127.0.0.1:") {
-                let digits = text[range.upperBound...].prefix { $0.isNumber }
-                if !digits.isEmpty, text[range.upperBound...].dropFirst(digits.count).first == "\n" {
-                    return ByteClubProcess(process: process, baseURL: "http://127.0.0.1:\(digits)", directory: directory)
-                }
+        func printed() -> String { (try? String(contentsOf: output, encoding: .utf8)) ?? "" }
+        do {
+            let port = try await eventually("byteclub-server to print the port it listens on", timeout: .seconds(15), every: .milliseconds(50),
+                                            observed: "its output: \(printed())") { () throws -> Int? in
+                if let port = ServerOutput.listeningPort(in: printed()) { return port }
+                guard process.isRunning else { throw HarnessError("byteclub-server exited: \(printed())") }
+                return nil
             }
-            guard process.isRunning else { throw HarnessError("byteclub-server exited: \(text)") }
-            try await Task.sleep(for: .milliseconds(50))
+            return ByteClubProcess(process: process, baseURL: "http://127.0.0.1:\(port)", directory: directory)
+        } catch {
+            process.terminate()
+            throw error
         }
-        process.terminate()
-        throw HarnessError("byteclub-server did not start within 15 s")
     }
 
     func stop() {

@@ -99,7 +99,7 @@ struct ShareAppsTests {
         let image = world.scratch.appendingPathComponent("cow.jpg")
         try runTool("/usr/bin/convert", ["-size", "64x48", "xc:sienna", image.path])
 
-        let tmux = try TmuxSession(environment: world.environment, command: [world.binary("ferry"), "share", image.path, "--to", "org.ferry.sharealike.share"])
+        let tmux = try TmuxSession(environment: world.environment, command: [try BuiltProducts.path(of: "ferry"), "share", image.path, "--to", "org.ferry.sharealike.share"])
         defer { tmux.kill() }
         _ = try await tmux.waitForScreen(containing: "[Esc] Cancel")
         let typed = String(repeating: "abcdefghij", count: 3)
@@ -157,8 +157,7 @@ struct ShareAppsTests {
         #expect(refused.status == 1)
         #expect(refused.errorOutput.contains("does not accept"))
 
-        var manifest = try String(contentsOfFile: ShareWorld.examples.appendingPathComponent("ShareAlike/manifest.json").path, encoding: .utf8)
-        manifest = manifest.replacingOccurrences(of: "@BIN@", with: world.binaries)
+        let manifest = try ShareWorld.manifest("ShareAlike")
             .replacingOccurrences(of: "NSExtensionActivationSupportsText", with: "NSExtensionActivationSupportsTxt")
         let bad = world.scratch.appendingPathComponent("bad.json")
         try manifest.write(to: bad, atomically: true, encoding: .utf8)
@@ -191,16 +190,22 @@ struct ShareWorld {
         try? FileManager.default.removeItem(at: scratch)
     }
 
-    var binaries: String { DaemonHarness.ferrydPath.replacingOccurrences(of: "/ferryd", with: "") }
-    func binary(_ name: String) -> String { "\(binaries)/\(name)" }
-    var environment: [String: String] { daemon.environment.merging(["FERRYD_PATH": DaemonHarness.ferrydPath]) { $1 } }
+    var environment: [String: String] { daemon.environment.merging(["FERRYD_PATH": daemon.ferrydPath]) { $1 } }
     var paths: FerryPaths { FerryPaths(dataDirectory: daemon.dataDirectory, runtimeDirectory: daemon.runtimeDirectory) }
+
+    /// The example's manifest (`ShareAlike`: `sharealike` and `sharealike-share`), naming the
+    /// programs this build made.
+    static func manifest(_ example: String) throws -> String {
+        let app = example.lowercased()
+        _ = try BuiltProducts.path(of: "\(app)-share")  // built too, or say that it is not
+        let manifest = try String(contentsOfFile: examples.appendingPathComponent("\(example)/manifest.json").path, encoding: .utf8)
+        return manifest.replacingOccurrences(of: "@BIN@", with: try BuiltProducts.folder(of: app))
+    }
 
     /// The example's manifest, with this build's programs, through `ferry apps install`.
     func install(_ example: String) async throws {
-        let manifest = try String(contentsOfFile: Self.examples.appendingPathComponent("\(example)/manifest.json").path, encoding: .utf8)
         let file = scratch.appendingPathComponent("\(example).json")
-        try manifest.replacingOccurrences(of: "@BIN@", with: binaries).write(to: file, atomically: true, encoding: .utf8)
+        try Self.manifest(example).write(to: file, atomically: true, encoding: .utf8)
         let installed = try await ferry(["apps", "install", file.path])
         guard installed.status == 0 else { throw HarnessError("ferry apps install \(example): \(installed.errorOutput)") }
     }
@@ -225,13 +230,13 @@ struct ShareWorld {
     /// Runs one of the built programs with this world's ferryd directories.
     func run(_ command: [String]) async throws -> Ran {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary(command[0]))
+        process.executableURL = URL(fileURLWithPath: try BuiltProducts.path(of: command[0]))
         process.arguments = Array(command.dropFirst())
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let out = scratch.appendingPathComponent("out-\(UUID().uuidString)")
         let err = scratch.appendingPathComponent("err-\(UUID().uuidString)")
-        FileManager.default.createFile(atPath: out.path, contents: nil)
-        FileManager.default.createFile(atPath: err.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
         process.standardOutput = try FileHandle(forWritingTo: out)
         process.standardError = try FileHandle(forWritingTo: err)
         process.standardInput = FileHandle.nullDevice
@@ -241,26 +246,25 @@ struct ShareWorld {
                    errorOutput: (try? String(contentsOf: err, encoding: .utf8)) ?? "")
     }
 
-    /// Runs `command` until its output contains `text` (up to 30 s); the last output.
+    /// Runs `command` until its output contains `text` (up to 30 s); that output.
     func waitForOutput(_ command: [String], containing text: String) async throws -> String {
         var last = ""
-        for _ in 0..<150 {
+        return try await eventually("`\(command.joined(separator: " "))` to show \(text.debugDescription)", timeout: .seconds(30),
+                                    every: .milliseconds(200), observed: last) {
             last = try await run(command).output
-            if last.contains(text) { return last }
-            try await Task.sleep(for: .milliseconds(200))
+            return last.contains(text) ? last : nil
         }
-        throw HarnessError("\(command.joined(separator: " ")) never showed \(text.debugDescription); last: \(last)")
     }
 
     /// The bin's recorded requests once there are at least `count` (up to 30 s).
     func binRequests(_ bin: String, atLeast count: Int) async throws -> [[String: Any]] {
-        for _ in 0..<150 {
-            let data = try await get(bin + "/requests")
-            let requests = (try JSONSerialization.jsonObject(with: data) as? [[String: Any]]) ?? []
-            if requests.count >= count { return requests }
-            try await Task.sleep(for: .milliseconds(200))
+        var held = 0
+        return try await eventually("the bin \(bin) to hold \(count) requests", timeout: .seconds(30), every: .milliseconds(200),
+                                    observed: "it held \(held)") {
+            let requests = (try JSONSerialization.jsonObject(with: try await get(bin + "/requests")) as? [[String: Any]]) ?? []
+            held = requests.count
+            return requests.count >= count ? requests : nil
         }
-        throw HarnessError("the bin \(bin) never held \(count) requests")
     }
 
     func get(_ url: String) async throws -> Data {
@@ -333,11 +337,10 @@ struct TmuxSession {
     /// Polls the screen until it contains `text` and satisfies `also` (up to 20 s).
     func waitForScreen(containing text: String, escapes: Bool = false, also: (String) -> Bool = { _ in true }) async throws -> String {
         var last = ""
-        for _ in 0..<200 {
+        return try await eventually("the screen to show \(text.debugDescription)", timeout: .seconds(20), every: .milliseconds(100),
+                                    observed: "the screen:\n\(last)") {
             last = try screen(escapes: escapes)
-            if last.contains(text), also(last) { return last }
-            try await Task.sleep(for: .milliseconds(100))
+            return last.contains(text) && also(last) ? last : nil
         }
-        throw HarnessError("the screen never showed \(text.debugDescription):\n\(last)")
     }
 }

@@ -61,8 +61,9 @@ struct UploadTaskTests {
         do {
             let task = session.uploadTask(with: Request(url: URL(string: server.baseURL + "/upload/photo")!, method: "POST"), fromFile: file)
             task.resume()
-            for _ in 0..<1000 where server.requests.filter({ $0.method == "PATCH" }).count < 2 {  // ≤ 5 s
-                try await Task.sleep(for: .milliseconds(5))
+            try await poll(until: "two PATCH appends at the server", timeout: .seconds(30), every: .milliseconds(5),
+                           observed: "requests: \(server.requests.map(\.method))") {
+                server.requests.filter { $0.method == "PATCH" }.count >= 2
             }
             #expect(server.creations == 1)
             try await body(server, session, task)
