@@ -42,9 +42,8 @@ extension BackgroundSessionTests {
                 with: Request(url: server.url("/upload/cut?dropAfter=1000"), method: "PUT"), from: Data(TestContent.bytes(count: 100_000, seed: 7)))
             task.resume()
             #expect(Self.spooledBodies(daemon).count == 1)
-            _ = try await eventually { () throws -> Bool in
-                guard server.requests.contains(where: { $0.path.hasPrefix("/upload/cut") }) else { throw HarnessError("no upload request reached the server yet") }
-                return true
+            try await poll(until: "an upload request at the server", timeout: .seconds(10), observed: "\(server.requests.map(\.path))") {
+                server.requests.contains { $0.path.hasPrefix("/upload/cut") }
             }
             task.cancel()
             await task.waitUntilCompleted()
