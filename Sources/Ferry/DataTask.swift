@@ -1,3 +1,4 @@
+import FerryCore
 import FerryEngine
 import Foundation
 import NIOConcurrencyHelpers
@@ -17,9 +18,6 @@ public class DataTask: SessionTask, @unchecked Sendable {
         super.init(session: session, identifier: identifier, request: request)
     }
 
-    /// The body to upload, for upload tasks.
-    var uploadBody: UploadBody? { nil }
-
     override func makeTransfer() throws -> Transfer {
         var transfer = session.transfer(for: originalRequest)
         transfer.upload = uploadBody
@@ -30,7 +28,7 @@ public class DataTask: SessionTask, @unchecked Sendable {
 
     override func dataArrived(_ data: Data) async {
         // In a background session the body comes in events, not in a transfer result.
-        if session.background != nil, completionHandler != nil {
+        if session.configuration.isBackground, completionHandler != nil {
             collected.withLockedValue { $0 = ($0 ?? Data()) + data }
         }
         await chunkSink?(data)
@@ -59,5 +57,6 @@ public final class UploadTask: DataTask, @unchecked Sendable {
         super.init(session: session, identifier: identifier, request: request, completionHandler: completionHandler)
     }
 
+    override var kind: TaskKind { .upload }
     override var uploadBody: UploadBody? { body }
 }

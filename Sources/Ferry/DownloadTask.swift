@@ -1,3 +1,4 @@
+import FerryCore
 import FerryEngine
 public import Foundation
 import NIOConcurrencyHelpers
@@ -80,9 +81,15 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
         }
     }
 
+    override var kind: TaskKind { .download }
+
     /// Resume data from ferryd to continue from, for a background session's
     /// `downloadTask(withResumeData:)`.
-    var daemonResumeData: Data? { backgroundResumeData }
+    override var daemonResumeData: Data? { backgroundResumeData }
+
+    override func fileArrived(at location: URL) async {
+        await handOver(location)
+    }
 
     override func completionCallback(_ error: FerryError?) async {
         // ferryd may have put the file elsewhere than `partialFile`; it said where.
@@ -100,7 +107,7 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
         var error = error
         let validator = resumeState.withLockedValue { $0.validator }
         let size = Self.size(of: partialFile) ?? 0
-        let wantsResumeData = error.code != .cancelled || lock.withLockedValue { $0.cancelledForResumeData }
+        let wantsResumeData = error.code != .cancelled || lock.withLockedValue { $0.lifecycle.cancelProducesResumeData }
         if wantsResumeData, let validator, size > 0, error.code != .integrityCheckFailed {
             error.resumeData = DownloadResumeData(request: originalRequest, partialFile: partialFile, bytesReceived: size, validator: validator).encoded()
         }
@@ -116,8 +123,7 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
     /// to continue it, or nil when it cannot continue (nothing received yet, or the server
     /// gave no validator: then it would have to start over anyway).
     public func cancelByProducingResumeData() async -> Data? {
-        lock.withLockedValue { $0.cancelledForResumeData = true }
-        cancel()
+        cancel(producingResumeData: true)
         await waitUntilCompleted()
         return error?.resumeData
     }

@@ -19,8 +19,9 @@ public final class Session: Sendable {
 
     public let configuration: Configuration
     public let delegate: (any SessionDelegate)?
-    let engine: TransferEngine
-    /// Background sessions: the tie to ferryd, which runs their tasks.
+    /// Where the tasks run: this process's engine, or ferryd.
+    let runner: any TaskRunner
+    /// Background sessions: the tie to ferryd (its events, its tasks, its errors).
     let background: BackgroundLink?
     let delegateQueue = DelegateQueue()
     /// Part of this session's download file names (see `newDownloadFile`).
@@ -48,21 +49,31 @@ public final class Session: Sendable {
         self.configuration = configuration
         self.delegate = delegate
         self.logger = logger
-        do {
-            engine = try TransferEngine(configuration: configuration.engineConfiguration, logger: logger)
-        } catch {
-            // Only an unreadable trust file can fail here; say so and use the system store.
-            logger.error("TLS configuration failed, using the system trust store only", metadata: ["error": "\(error)"])
-            var fallback = configuration.engineConfiguration
-            fallback.additionalTrustedCertificateFiles = []
-            engine = try! TransferEngine(configuration: fallback, logger: logger)
-        }
         if configuration.isBackground {
             let link = BackgroundLink(configuration: configuration, logger: logger)
             background = link
+            runner = BackgroundRunner(link: link)
             connectBackground(link)
         } else {
             background = nil
+            runner = Self.inProcessRunner(configuration, logger: logger)
+        }
+    }
+
+    /// The engine for an in-process session. Only an unreadable trust file can fail: say so and
+    /// use the system store; should even that fail, every task fails with the reason.
+    private static func inProcessRunner(_ configuration: Configuration, logger: Logger) -> any TaskRunner {
+        do {
+            return InProcessRunner(engine: try TransferEngine(configuration: configuration.engineConfiguration, logger: logger))
+        } catch {
+            logger.error("TLS configuration failed, using the system trust store only", metadata: ["error": "\(error)"])
+        }
+        var fallback = configuration.engineConfiguration
+        fallback.additionalTrustedCertificateFiles = []
+        do {
+            return InProcessRunner(engine: try TransferEngine(configuration: fallback, logger: logger))
+        } catch {
+            return UnavailableRunner(error: FerryError(.secureConnectionFailed, "cannot set up TLS: \(error)", underlying: error))
         }
     }
 
@@ -122,7 +133,7 @@ public final class Session: Sendable {
             let validator = FileManager.default.fileExists(atPath: file.path) ? decoded.validator : nil
             if validator == nil { logger.notice("partial download file is gone; starting over", metadata: ["file": "\(file.path)"]) }
             // A background session hands the blob to ferryd as it is (one format for both).
-            let forDaemon = background != nil ? resumeData : nil
+            let forDaemon = configuration.isBackground ? resumeData : nil
             return register {
                 DownloadTask(session: self, identifier: $0, request: decoded.request, partialFile: file, validator: validator,
                              handsFileToCaller: handsFileToCaller, backgroundResumeData: forDaemon)
@@ -145,32 +156,23 @@ public final class Session: Sendable {
 
     /// Lets running tasks finish, refuses new ones, then tells the delegate and closes the pool.
     public func finishTasksAndInvalidate() {
-        if let background {
-            // The tasks go on in ferryd; their events wait for the next process (or launch the app).
-            state.withLockedValue { $0.invalidating = true }
-            background.invalidate(cancelTasks: false)
-            becomeInvalid()
-            return
-        }
+        // Background tasks go on in ferryd; their events wait for the next process (or launch the app).
+        let scope = runner.invalidate(cancellingTasks: false)
         let idle = state.withLockedValue { s -> Bool in
             s.invalidating = true
-            return s.tasks.isEmpty
+            return scope == .tasksGoOnElsewhere || s.tasks.isEmpty
         }
         if idle { becomeInvalid() }
     }
 
     /// Cancels every task, then invalidates.
     public func invalidateAndCancel() {
-        if let background {
-            state.withLockedValue { $0.invalidating = true }
-            background.invalidate(cancelTasks: true)
-            becomeInvalid()
-            return
-        }
+        let scope = runner.invalidate(cancellingTasks: true)
         let tasks = state.withLockedValue { s -> [SessionTask] in
             s.invalidating = true
             return Array(s.tasks.values)
         }
+        guard scope == .tasksEndHere else { return becomeInvalid() }  // ferryd cancelled them
         for task in tasks { task.cancel() }
         if tasks.isEmpty { becomeInvalid() }
     }
@@ -181,8 +183,8 @@ public final class Session: Sendable {
         // A background task's identifier is ferryd's, so a relaunched process finds it again.
         var reserved: Int?
         var reservationFailure: FerryError?
-        if let background, !state.withLockedValue({ $0.invalidating }) {
-            do { reserved = try background.reserveTaskIdentifier() } catch { reservationFailure = error }
+        if !state.withLockedValue({ $0.invalidating }) {
+            do { reserved = try runner.reserveTaskIdentifier() } catch { reservationFailure = error }
         }
         let (task, refused) = state.withLockedValue { s -> (T, Bool) in
             let task = make(reserved ?? s.nextIdentifier)
@@ -229,10 +231,8 @@ public final class Session: Sendable {
 
     private func becomeInvalid() {
         guard state.withLockedValue({ s in defer { s.invalidated = true }; return !s.invalidated }) else { return }
-        let engine = self.engine
         delegateQueue.enqueue { [self] in
-            await background?.disconnect()
-            try? await engine.shutdown()
+            await runner.shutdown()
             await delegate?.session(self, didBecomeInvalidWithError: nil)
             delegateQueue.finish()
         }

@@ -1,4 +1,5 @@
 public import FerryEngine
+import FerryCore
 public import Foundation
 import Logging
 import NIOConcurrencyHelpers
@@ -26,8 +27,10 @@ public class SessionTask: @unchecked Sendable {  // all mutable state is behind 
     let session: Session
 
     struct Mutable {
+        /// Where the task is in its life: every flag about it lives in this value.
         var lifecycle = TaskLifecycle()
-        var runner: Task<Void, Never>?
+        /// The in-process runner's transfer run, while one is in progress.
+        var run: Task<Void, Never>?
         var currentRequest: Request?
         var response: Response?
         var error: FerryError?
@@ -38,14 +41,9 @@ public class SessionTask: @unchecked Sendable {  // all mutable state is behind 
         var countOfBytesExpectedToReceive: Int64 = -1
         var eventContinuations: [AsyncStream<TaskEvent>.Continuation] = []
         var completionWaiters: [CheckedContinuation<Void, Never>] = []
-        var cancelledForResumeData = false
         var priority: Float = 0.5
         var earliestBeginDate: Date?
         var idempotencyKey: String?
-        /// A background task is in ferryd once its first `resume()` returned.
-        var submittedToDaemon = false
-        /// The task cannot run (its background session could not reserve it an identifier).
-        var startFailure: FerryError?
         /// The server's resumable upload resource for this task's body: a suspended upload
         /// continues from the server's offset, a cancelled one is deleted there.
         var uploadPoint: ResumableUploadPoint?
@@ -103,7 +101,7 @@ public class SessionTask: @unchecked Sendable {  // all mutable state is behind 
     public var events: AsyncStream<TaskEvent> {
         let (stream, continuation) = AsyncStream<TaskEvent>.makeStream()
         let done = lock.withLockedValue { m -> Bool in
-            if case .completed = m.lifecycle.state, m.runner == nil { return true }
+            if case .completed = m.lifecycle.state, m.run == nil { return true }
             m.eventContinuations.append(continuation)
             return false
         }
@@ -118,51 +116,33 @@ public class SessionTask: @unchecked Sendable {  // all mutable state is behind 
 
     /// Starts the task, or continues it after ``suspend()``.
     public func resume() {
-        let action = lock.withLockedValue { $0.lifecycle.resume() }
-        if case .start(let generation) = action { start(generation: generation) }
+        switch lock.withLockedValue({ $0.lifecycle.resume() }) {
+        case .start(let generation, let isFirst): session.runner.start(self, generation: generation, isFirst: isFirst)
+        case .fail(let generation, let error): finish(error: error, generation: generation)
+        default: break
+        }
     }
 
     /// Pauses the task. A download keeps what it has and continues from there on resume.
     public func suspend() {
-        if let link = session.background {
-            if lock.withLockedValue({ $0.lifecycle.suspend() }) == .stop { backgroundControl(link, .suspend) }
-            return
-        }
-        let runner: Task<Void, Never>? = lock.withLockedValue { m in
-            guard m.lifecycle.suspend() == .stop else { return nil }
-            let runner = m.runner
-            m.runner = nil
-            return runner
-        }
-        runner?.cancel()
+        if lock.withLockedValue({ $0.lifecycle.suspend() }) == .stop { session.runner.suspend(self) }
     }
 
     /// Cancels the task; it completes with ``FerryError/Code/cancelled``.
     public func cancel() {
-        let (action, runner, submitted) = lock.withLockedValue { m in (m.lifecycle.cancel(), m.runner, m.submittedToDaemon) }
-        if let link = session.background, submitted, action != .none {
-            backgroundCancel(link, afterStop: action == .stop)
-            return
-        }
-        switch action {
-        case .stop: runner?.cancel()  // the run deletes the upload resource, if any, before completing
-        case .completeCancelled:
-            // Suspended, nothing running: give up the upload resource of an earlier run.
-            if let point = lock.withLockedValue({ $0.uploadPoint }), var transfer = try? makeTransfer() {
-                transfer.resumeUpload = point
-                let engine = session.engine
-                Task { await engine.discardUpload(of: transfer) }
-            }
-            finish(error: FerryError(.cancelled, "the task was cancelled", url: originalRequest.url), generation: nil)
-        default: break
-        }
+        cancel(producingResumeData: false)
+    }
+
+    func cancel(producingResumeData: Bool) {
+        let action = lock.withLockedValue { $0.lifecycle.cancel(producingResumeData: producingResumeData) }
+        if action != .none { session.runner.cancel(self, action) }
     }
 
     /// Waits until the task has completed (successfully or not).
     public func waitUntilCompleted() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let done = lock.withLockedValue { m -> Bool in
-                if case .completed = m.lifecycle.state, m.runner == nil { return true }
+                if case .completed = m.lifecycle.state, m.run == nil { return true }
                 m.completionWaiters.append(continuation)
                 return false
             }
@@ -170,82 +150,39 @@ public class SessionTask: @unchecked Sendable {  // all mutable state is behind 
         }
     }
 
-    // MARK: Running (subclasses provide the transfer)
+    // MARK: What the runners ask of a task (subclasses answer)
 
-    /// The transfer for this run; subclasses build it.
+    /// What the task does with its bodies.
+    var kind: TaskKind { .data }
+
+    /// The body to upload, for upload tasks.
+    var uploadBody: UploadBody? { nil }
+
+    /// Resume data to hand to ferryd as it is (a background download continued from it).
+    var daemonResumeData: Data? { nil }
+
+    /// The transfer for an in-process run; subclasses build it.
     func makeTransfer() throws -> Transfer { fatalError("subclass") }
 
     /// Called on success before completion is reported (download hands over its file).
     func didFinishTransfer(_ result: TransferResult) async {}
 
+    /// ferryd finished a download at `location` (a background session's event).
+    func fileArrived(at location: URL) async {}
+
     /// Called after a failure, before completion: a download may attach resume data.
     func errorForFailure(_ error: FerryError) -> FerryError { error }
 
-    func start(generation: Int) {
-        if let failure = lock.withLockedValue({ $0.startFailure }) {
-            finish(error: failure, generation: generation)
-            return
-        }
-        if let link = session.background {
-            backgroundStart(link, generation: generation)
-            return
-        }
-        let runner = Task {
-            let observer = TaskObserver(task: self)
-            var transfer: Transfer?
-            do {
-                var made = try self.makeTransfer()
-                if made.upload != nil, made.resumeUpload == nil {  // only a seekable body ever gets a point
-                    made.resumeUpload = self.lock.withLockedValue { $0.uploadPoint }
-                }
-                transfer = made
-                let result = try await self.session.engine.run(made, observer: observer)
-                self.lock.withLockedValue { $0.response = result.response }
-                guard self.isCurrent(generation) else { return }
-                await self.didFinishTransfer(result)
-                self.finish(error: nil, generation: generation)
-            } catch {
-                guard self.isCurrent(generation) else { return }
-                // Cancelled by the user (not suspended): the server may free the upload.
-                let point = self.lock.withLockedValue { m -> ResumableUploadPoint? in
-                    guard case .canceling = m.lifecycle.state else { return nil }
-                    return m.uploadPoint
-                }
-                if let point, var transfer {
-                    transfer.resumeUpload = point
-                    await self.session.engine.discardUpload(of: transfer)
-                }
-                let mapped = self.errorForFailure(FerryError.from(error, url: self.originalRequest.url))
-                self.finish(error: mapped, generation: generation)
-            }
-        }
-        lock.withLockedValue { $0.runner = runner }
-    }
-
     /// `resume()` will complete the task with `error` instead of running it.
     func failOnResume(_ error: FerryError) {
-        lock.withLockedValue { $0.startFailure = error }
+        lock.withLockedValue { $0.lifecycle.failOnResume(error) }
     }
 
     /// The generation of the run now in progress, if any.
-    var currentGeneration: Int? {
-        lock.withLockedValue { m in
-            switch m.lifecycle.state {
-            case .running(let current), .canceling(let current): return current
-            default: return nil
-            }
-        }
-    }
+    var currentGeneration: Int? { lock.withLockedValue { $0.lifecycle.currentGeneration } }
 
     /// Whether run `generation` is still the task's (it was not suspended meanwhile).
-    private func isCurrent(_ generation: Int) -> Bool {
-        lock.withLockedValue { m in
-            switch m.lifecycle.state {
-            case .running(let current), .canceling(let current): return current == generation
-            default: return false
-            }
-        }
-    }
+    func isCurrent(_ generation: Int) -> Bool { lock.withLockedValue { $0.lifecycle.isCurrent(generation) } }
 
     /// Completes the task: state, delegate, events, waiters — once.
     func finish(error: FerryError?, generation: Int?) {
@@ -254,7 +191,7 @@ public class SessionTask: @unchecked Sendable {  // all mutable state is behind 
                 guard m.lifecycle.runEnded(generation: generation) else { return false }
             }
             m.error = error
-            m.runner = nil
+            m.run = nil
             return true
         }
         guard proceed else { return }

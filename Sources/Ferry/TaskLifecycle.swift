@@ -1,5 +1,8 @@
+import FerryEngine
+
 /// The life of a task, as a value: each input returns what to do, and the task acts on it
-/// outside its lock.
+/// outside its lock. Every fact about where a task is lives here, whichever runner does the
+/// work (this process's engine, or ferryd).
 ///
 /// Valid transitions:
 /// ```
@@ -22,22 +25,75 @@ struct TaskLifecycle {
 
     enum Action: Equatable {
         case none
-        /// Start a transfer run tagged `generation`.
-        case start(generation: Int)
+        /// Start a transfer run tagged `generation`; `isFirst`: the task never ran before (a
+        /// background task is submitted to ferryd then, and told to go on afterwards).
+        case start(generation: Int, isFirst: Bool)
+        /// The task cannot run: complete run `generation` with this error at once.
+        case fail(generation: Int, FerryError)
         /// Stop the running transfer (its result will be ignored or turned into a pause).
         case stop
-        /// Report completion with a cancellation error, nothing is running.
-        case completeCancelled
+        /// Report completion with a cancellation error; nothing is running. `wasStarted`: it
+        /// ran before and was suspended (ferryd has it, or the server keeps its upload).
+        case completeCancelled(wasStarted: Bool)
+
+        /// Two `fail` actions are equal when their runs and error codes are.
+        static func == (lhs: Action, rhs: Action) -> Bool {
+            switch (lhs, rhs) {
+            case (.none, .none), (.stop, .stop): true
+            case (.start(let a, let x), .start(let b, let y)): a == b && x == y
+            case (.fail(let a, let x), .fail(let b, let y)): a == b && x.code == y.code
+            case (.completeCancelled(let x), .completeCancelled(let y)): x == y
+            default: false
+            }
+        }
     }
 
     private(set) var state: State = .suspended
     private var generation = 0
+    /// Set when the task cannot run (its background session could not reserve it an
+    /// identifier): the first `resume()` completes it with this.
+    private var failure: FerryError?
+    /// `cancelByProducingResumeData`: the cancellation should leave resume data.
+    private(set) var cancelProducesResumeData = false
+
+    /// Whether the task ever started (a background task is in ferryd from then on).
+    var hasStarted: Bool { generation > 0 }
+
+    /// The generation of the run now in progress, if any.
+    var currentGeneration: Int? {
+        switch state {
+        case .running(let current), .canceling(let current): current
+        case .suspended, .completed: nil
+        }
+    }
+
+    /// Whether the run `generation` is still the task's (it was not suspended meanwhile).
+    func isCurrent(_ generation: Int) -> Bool { currentGeneration == generation }
+
+    var isCanceling: Bool {
+        if case .canceling = state { return true }
+        return false
+    }
+
+    mutating func failOnResume(_ error: FerryError) {
+        failure = error
+    }
 
     mutating func resume() -> Action {
         guard case .suspended = state else { return .none }
         generation += 1
         state = .running(generation: generation)
-        return .start(generation: generation)
+        if let failure { return .fail(generation: generation, failure) }
+        return .start(generation: generation, isFirst: generation == 1)
+    }
+
+    /// Takes on a task another process started (one ferryd already carries): it has
+    /// started, and unless ferryd has it suspended it is running here until its last event
+    /// arrives. Nothing starts.
+    mutating func adopt(suspended: Bool) {
+        guard case .suspended = state, generation == 0 else { return }
+        generation = 1
+        if !suspended { state = .running(generation: generation) }
     }
 
     mutating func suspend() -> Action {
@@ -46,13 +102,15 @@ struct TaskLifecycle {
         return .stop
     }
 
-    mutating func cancel() -> Action {
+    mutating func cancel(producingResumeData: Bool = false) -> Action {
         switch state {
         case .suspended:
             state = .completed
-            return .completeCancelled
+            cancelProducesResumeData = producingResumeData
+            return .completeCancelled(wasStarted: hasStarted)
         case .running(let generation):
             state = .canceling(generation: generation)
+            cancelProducesResumeData = producingResumeData
             return .stop
         case .canceling, .completed:
             return .none

@@ -68,16 +68,12 @@ struct BackgroundEventRouter: Sendable {
         let url = task.currentRequest?.url ?? task.originalRequest.url
         switch kind {
         case .response(let head):
-            var headers = HeaderFields()
-            for header in head.headers { headers.add(name: header.name, value: header.value) }
-            let allowed = await observer.transferDidReceive(response: Response(url: url, statusCode: head.statusCode, headers: headers))
+            let allowed = await observer.transferDidReceive(response: Response(url: url, statusCode: head.statusCode, headers: head.headers))
             if !allowed { task.cancel() }
         case .data(let bytes):
             await observer.transferDidReceive(data: bytes)
         case .downloadFinished(let finished):
-            if let download = task as? DownloadTask {
-                await download.handOver(URL(fileURLWithPath: finished.location))
-            }
+            await task.fileArrived(at: URL(fileURLWithPath: finished.location))
         case .completed:
             if let generation = task.currentGeneration { task.finish(error: nil, generation: generation) }
         case .failed(let failure):
@@ -92,7 +88,7 @@ struct BackgroundEventRouter: Sendable {
 
     private func report(_ progress: TaskProgress, to task: SessionTask) {
         let observer = TaskObserver(task: task)
-        if task is DownloadTask {
+        if task.kind == .download {
             let before = task.countOfBytesReceived
             guard progress.bytesReceived != before else { return }
             observer.transferDidWrite(

@@ -47,8 +47,7 @@ extension Session {
     /// A task object for one ferryd already has: same identifier and request, its state and
     /// counters, and (unless suspended) running, so its events complete it.
     private func mirror(of info: TaskInfo, link: BackgroundLink) -> SessionTask {
-        var request = Request(url: info.request.url, method: info.request.method)
-        for header in info.request.headers { request.headers.add(name: header.name, value: header.value) }
+        let request = Request(url: info.request.url, method: info.request.method, headers: info.request.headers)
         let task: SessionTask
         switch info.kind {
         case .download:
@@ -68,8 +67,7 @@ extension Session {
 extension SessionTask {
     /// Takes on the state ferryd reports for a task this process did not create.
     func adoptBackgroundState(_ info: TaskInfo) {
-        let action = lock.withLockedValue { m -> TaskLifecycle.Action in
-            m.submittedToDaemon = true
+        lock.withLockedValue { m in
             m.taskDescription = info.taskDescription
             m.priority = Float(info.priority)
             m.earliestBeginDate = info.earliestBeginDate
@@ -79,8 +77,7 @@ extension SessionTask {
             m.countOfBytesExpectedToSend = info.bytesExpectedToSend ?? 0
             m.countOfBytesExpectedToReceive = info.bytesExpectedToReceive ?? -1
             // Suspended stays suspended; anything else runs here until its last event arrives.
-            return info.state == .suspended ? .none : m.lifecycle.resume()
+            m.lifecycle.adopt(suspended: info.state == .suspended)
         }
-        _ = action  // the transfer is ferryd's: nothing starts here
     }
 }

@@ -1,0 +1,121 @@
+import FerryEngine
+import Foundation
+
+/// Where a session's tasks run: in this process through the engine (``InProcessRunner``), or
+/// in ferryd (``BackgroundRunner``). A ``SessionTask`` keeps its lifecycle and calls its
+/// session's runner with what the lifecycle decided; the runner does the work and completes
+/// the task (``SessionTask/finish(error:generation:)``).
+protocol TaskRunner: Sendable {
+    /// An identifier for a new task, or nil to let the session number it. Background tasks
+    /// take ferryd's, so a relaunched process finds them again.
+    func reserveTaskIdentifier() throws(FerryError) -> Int?
+    /// Starts run `generation` of `task` (its first, or one after `suspend()`).
+    func start(_ task: SessionTask, generation: Int, isFirst: Bool)
+    /// The task was suspended while running: stop its transfer, keep what it has.
+    func suspend(_ task: SessionTask)
+    /// The task was cancelled; `action` is the lifecycle's (`.stop` a run in progress, or
+    /// `.completeCancelled`). The runner completes it.
+    func cancel(_ task: SessionTask, _ action: TaskLifecycle.Action)
+    /// The session is being invalidated. Whether its tasks go on elsewhere (ferryd) or end
+    /// here first.
+    func invalidate(cancellingTasks: Bool) -> TaskRunnerInvalidation
+    /// Releases what the runner holds (the engine's connections, ferryd's socket).
+    func shutdown() async
+}
+
+enum TaskRunnerInvalidation {
+    /// The tasks end in this process: the session is invalid when the last one has.
+    case tasksEndHere
+    /// The tasks go on without this process: the session is invalid at once.
+    case tasksGoOnElsewhere
+}
+
+/// Runs tasks in this process, each run a transfer of the session's engine.
+struct InProcessRunner: TaskRunner {
+    let engine: TransferEngine
+
+    func reserveTaskIdentifier() -> Int? { nil }
+
+    func start(_ task: SessionTask, generation: Int, isFirst: Bool) {
+        let run = Task { await self.run(task, generation: generation) }
+        task.lock.withLockedValue { $0.run = run }
+    }
+
+    private func run(_ task: SessionTask, generation: Int) async {
+        let observer = TaskObserver(task: task)
+        var transfer: Transfer?
+        do {
+            var made = try task.makeTransfer()
+            if made.upload != nil, made.resumeUpload == nil {  // only a seekable body ever gets a point
+                made.resumeUpload = task.lock.withLockedValue { $0.uploadPoint }
+            }
+            transfer = made
+            let result = try await engine.run(made, observer: observer)
+            task.lock.withLockedValue { $0.response = result.response }
+            guard task.isCurrent(generation) else { return }
+            await task.didFinishTransfer(result)
+            task.finish(error: nil, generation: generation)
+        } catch {
+            guard task.isCurrent(generation) else { return }
+            // Cancelled by the user (not suspended): the server may free the upload.
+            let point = task.lock.withLockedValue { $0.lifecycle.isCanceling ? $0.uploadPoint : nil }
+            if let point, var transfer {
+                transfer.resumeUpload = point
+                await engine.discardUpload(of: transfer)
+            }
+            let mapped = task.errorForFailure(FerryError.from(error, url: task.originalRequest.url))
+            task.finish(error: mapped, generation: generation)
+        }
+    }
+
+    func suspend(_ task: SessionTask) {
+        let run = task.lock.withLockedValue { m in
+            defer { m.run = nil }
+            return m.run
+        }
+        run?.cancel()
+    }
+
+    func cancel(_ task: SessionTask, _ action: TaskLifecycle.Action) {
+        switch action {
+        case .stop:
+            // The run deletes the upload resource, if any, before completing.
+            task.lock.withLockedValue { $0.run }?.cancel()
+        case .completeCancelled:
+            // Suspended, nothing running: give up the upload resource of an earlier run.
+            if let point = task.lock.withLockedValue({ $0.uploadPoint }), var transfer = try? task.makeTransfer() {
+                transfer.resumeUpload = point
+                let engine = self.engine
+                Task { await engine.discardUpload(of: transfer) }
+            }
+            task.finish(error: FerryError(.cancelled, "the task was cancelled", url: task.originalRequest.url), generation: nil)
+        default:
+            break
+        }
+    }
+
+    func invalidate(cancellingTasks: Bool) -> TaskRunnerInvalidation { .tasksEndHere }
+
+    func shutdown() async {
+        try? await engine.shutdown()
+    }
+}
+
+/// A session whose engine could not be made (its TLS settings could not be loaded even
+/// without the extra trust files): every task fails with that error when resumed.
+struct UnavailableRunner: TaskRunner {
+    let error: FerryError
+
+    func reserveTaskIdentifier() -> Int? { nil }
+    func start(_ task: SessionTask, generation: Int, isFirst: Bool) {
+        task.finish(error: error, generation: generation)
+    }
+    func suspend(_ task: SessionTask) {}
+    func cancel(_ task: SessionTask, _ action: TaskLifecycle.Action) {
+        if case .completeCancelled = action {
+            task.finish(error: FerryError(.cancelled, "the task was cancelled", url: task.originalRequest.url), generation: nil)
+        }
+    }
+    func invalidate(cancellingTasks: Bool) -> TaskRunnerInvalidation { .tasksEndHere }
+    func shutdown() async {}
+}
