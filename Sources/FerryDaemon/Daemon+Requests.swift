@@ -200,16 +200,8 @@ extension Daemon {
         guard let session = try await store.session(submission.sessionIdentifier) else {
             throw unknownSession(submission.sessionIdentifier)
         }
-        var task = NewTask(
-            sessionIdentifier: submission.sessionIdentifier, taskIdentifier: submission.taskIdentifier,
-            kind: submission.kind, url: submission.request.url,
-            method: submission.request.method.uppercased(),
-            headers: submission.request.headers,
-            bodyFile: submission.bodyFile, destinationFile: submission.destination,
-            idempotencyKey: submission.idempotencyKey, priority: submission.priority,
-            earliestBeginDate: submission.earliestBeginDate, taskDescription: submission.taskDescription,
-            resourceTimeout: submission.timeoutIntervalForResource, requestTimeout: submission.timeoutIntervalForRequest,
-            retryPolicy: submission.retryPolicy)
+        var task = NewTask(sessionIdentifier: submission.sessionIdentifier, taskIdentifier: submission.taskIdentifier, task: submission.task)
+        task.request.method = submission.request.method.uppercased()
         let container = containerURL(of: session)
         if let body = submission.bodyFile {
             guard FileManager.default.isReadableFile(atPath: body) else {
@@ -224,7 +216,7 @@ extension Daemon {
             guard Self.isInside(token.partialFile, container) else {
                 throw FerryProtocolError(.badRequest, "the resume data's partial file is outside the session's container")
             }
-            task.destinationFile = token.partialFile
+            task.destination = token.partialFile
             task.resumeValidator = token.validator
             task.resumeOffset = token.bytesReceived
         }

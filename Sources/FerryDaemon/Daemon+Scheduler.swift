@@ -71,7 +71,7 @@ extension Daemon {
                     kind: .globalLimit, message: "ferryd already runs \(configuration.globalTaskLimit) tasks, its limit")
                 continue
             }
-            let host = record.url.host?.lowercased() ?? ""
+            let host = record.request.url.host?.lowercased() ?? ""
             let limit: Int
             if let known = limits[record.sessionIdentifier] {
                 limit = known
@@ -123,7 +123,7 @@ extension Daemon {
             running[key] = nil
             wakeup.signal()
         }
-        let deadline = queued.createdAt.addingTimeInterval(queued.resourceTimeout ?? TaskSubmission.defaultResourceTimeout)
+        let deadline = queued.createdAt.addingTimeInterval(queued.timeoutIntervalForResource ?? TaskSubmission.defaultResourceTimeout)
         do {
             if clock.now >= deadline {
                 try await fail(key, code: "timedOut", message: "the task did not finish within its timeoutIntervalForResource", resumeData: nil)
@@ -175,7 +175,7 @@ extension Daemon {
     /// The engine's transfer for a stored task: bodies from and to files, resume points,
     /// time-outs. ferryd retries itself (stored, with its clock), so the engine tries once.
     func makeTransfer(_ record: TaskRecord, session: SessionRecord, deadline: Date) async throws -> Transfer {
-        let request = FerryEngine.Request(url: record.url, method: record.method, headers: record.headers)
+        let request = FerryEngine.Request(url: record.request.url, method: record.request.method, headers: record.request.headers)
         let destination: Destination
         switch record.kind {
         case .download:
@@ -190,7 +190,7 @@ extension Daemon {
         }
         var transfer = Transfer(
             request: request, upload: record.bodyFile.map { .file(URL(fileURLWithPath: $0)) }, destination: destination,
-            resourceTimeout: max(1, deadline.timeIntervalSince(clock.now)), idleTimeout: record.requestTimeout ?? 60,
+            resourceTimeout: max(1, deadline.timeIntervalSince(clock.now)), idleTimeout: record.timeoutIntervalForRequest ?? 60,
             retry: .none, resumableUpload: .automatic)
         if let location = record.uploadResourceURL.flatMap(URL.init(string:)), let version = record.uploadInteropVersion {
             transfer.resumeUpload = ResumableUploadPoint(location: location, interopVersion: version)
@@ -201,7 +201,7 @@ extension Daemon {
     /// The submission's destination, or `<container>/downloads/<task>.download`; its folder
     /// is created `0700`.
     func destinationURL(for record: TaskRecord, session: SessionRecord) async throws -> URL {
-        let file = record.destinationFile.map { URL(fileURLWithPath: $0) }
+        let file = record.destination.map { URL(fileURLWithPath: $0) }
             ?? containerURL(of: session).appendingPathComponent("downloads/\(record.taskIdentifier).download")
         try FileManager.default.createDirectory(
             at: file.deletingLastPathComponent(), withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
@@ -287,7 +287,7 @@ extension Daemon {
 
     /// Where a download writes: the stored destination, or the default in its container.
     func destination(of record: TaskRecord) async throws -> URL? {
-        if let stored = record.destinationFile { return URL(fileURLWithPath: stored) }
+        if let stored = record.destination { return URL(fileURLWithPath: stored) }
         return try await defaultDestination(for: record)
     }
 
@@ -297,7 +297,7 @@ extension Daemon {
             let file = try? await destination(of: record), let size = Self.fileSize(file.path), size > 0
         else { return nil }
         return DownloadResumeToken(
-            url: record.url, method: record.method, headers: record.headers.map { [$0.name, $0.value] },
+            url: record.request.url, method: record.request.method, headers: record.request.headers.map { [$0.name, $0.value] },
             partialFile: file.path, bytesReceived: size, validator: validator
         ).encoded()
     }

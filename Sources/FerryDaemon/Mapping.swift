@@ -14,10 +14,8 @@ extension TaskRecord {
     /// The task as the protocol reports it; `reason` says why it is not moving.
     func info(waitingReason reason: WaitingReason? = nil) -> TaskInfo {
         TaskInfo(
-            sessionIdentifier: sessionIdentifier, taskIdentifier: taskIdentifier,
-            kind: kind, state: state, request: TaskRequest(url: url, method: method, headers: headers),
-            taskDescription: taskDescription, idempotencyKey: idempotencyKey, priority: priority,
-            earliestBeginDate: earliestBeginDate, bytesSent: bytesSent, bytesReceived: bytesReceived,
+            sessionIdentifier: sessionIdentifier, taskIdentifier: taskIdentifier, task: task, state: state,
+            bytesSent: bytesSent, bytesReceived: bytesReceived,
             bytesExpectedToSend: bytesExpectedToSend, bytesExpectedToReceive: bytesExpectedToReceive,
             attemptCount: attemptCount, nextAttemptDate: state == .waiting ? nextAttemptAt : nil,
             lastError: lastErrorCode.map { FerryProtocolError(FerryProtocolError.Code(rawValue: $0), lastErrorMessage ?? $0) },
@@ -32,7 +30,7 @@ extension TaskRecord {
             return WaitingReason(kind: .suspended, message: "suspended: resume the task to go on")
         case .waiting:
             let error = lastErrorCode.map { FerryProtocolError(FerryProtocolError.Code(rawValue: $0), lastErrorMessage ?? $0) }
-            if let begin = earliestBeginDate, begin > now,
+            if let begin = task.earliestBeginDate, begin > now,
                 nextAttemptAt.map({ $0 <= begin }) ?? true
             {
                 return WaitingReason(kind: .beginDate, until: begin, message: "waiting for its begin date, \(begin.iso8601)")

@@ -140,7 +140,7 @@ struct RetryContext: Sendable {
     init(_ record: TaskRecord, defaultPolicy: RetryPolicy, deadline: Date) {
         policy = record.retryPolicy ?? defaultPolicy
         // ferryd schedules every retry itself (stored, with its clock): no immediate resend.
-        request = RetryRequest(method: record.method, resumes: record.uploadResourceURL != nil, immediateResendAvailable: false)
+        request = RetryRequest(method: record.request.method, resumes: record.uploadResourceURL != nil, immediateResendAvailable: false)
         failures = record.attemptCount
         self.deadline = deadline
     }

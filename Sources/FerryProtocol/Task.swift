@@ -1,20 +1,8 @@
 public import FerryCore
 public import Foundation
 
-/// The request a task sends: URL, method and header fields. The body, if any, is a file.
-public struct TaskRequest: Hashable, Sendable, Codable {
-    public var url: URL
-    public var method: String
-    public var headers: HeaderFields
-
-    public init(url: URL, method: String = "GET", headers: HeaderFields = [:]) {
-        self.url = url
-        self.method = method
-        self.headers = headers
-    }
-}
-
-/// A task handed to ferryd by ``Request/submit(_:)``.
+/// A task handed to ferryd by ``Request/submit(_:)``: its ``TaskDescription`` (FerryCore's,
+/// the same the store keeps), plus where it goes and what it continues from.
 ///
 /// ```swift
 /// var upload = TaskSubmission(
@@ -23,75 +11,39 @@ public struct TaskRequest: Hashable, Sendable, Codable {
 /// upload.bodyFile = "/home/me/.local/share/ferry/groups/group.example/photo.jpg"
 /// upload.idempotencyKey = "share-2026-11-22-001"
 /// ```
-public struct TaskSubmission: Hashable, Sendable, Codable {
+///
+/// On the wire, one object: the description's fields beside `sessionIdentifier`,
+/// `taskIdentifier` and `resumeData`.
+public struct TaskSubmission: Hashable, Sendable, Codable, HoldsTaskDescription {
     public var sessionIdentifier: String
     /// A reserved identifier (``Request/reserveTaskIdentifier(_:)``), or nil to get a new one.
     public var taskIdentifier: Int?
-    public var kind: TaskKind
-    public var request: TaskRequest
-    /// The file an upload reads its body from. Required for uploads.
-    public var bodyFile: String?
-    /// Where a download is written while it runs; nil lets ferryd choose in the container.
-    public var destination: String?
-    /// A client-chosen key: submitting the same key again in the session returns the task
-    /// the first submission created instead of a second task.
-    public var idempotencyKey: String?
-    /// 0 (lowest) to 1 (highest); 0.5 by default, as `URLSessionTask.defaultPriority`.
-    public var priority: Double
-    /// The task does not start before this date.
-    public var earliestBeginDate: Date?
-    public var taskDescription: String?
+    public var task: TaskDescription
     /// Resume data from a cancelled or failed download (the library's documented format).
     public var resumeData: Data?
-    /// The configuration's `timeoutIntervalForResource`: the task fails with `timedOut` when
-    /// it has not finished this many seconds after it was submitted, retries included.
-    /// nil: 7 days (``TaskSubmission/defaultResourceTimeout``), as the platform.
-    public var timeoutIntervalForResource: Double?
-    /// The configuration's `timeoutIntervalForRequest`: an attempt fails when no byte moves
-    /// for this many seconds (and is retried when that is safe). nil: 60 s.
-    public var timeoutIntervalForRequest: Double?
-    /// The session's retry policy; ferryd applies the one rulebook with it
-    /// (``RetryPolicy/decide(_:for:failures:timeLeft:random:)``). nil: ferryd's default,
-    /// ``RetryPolicy/untilResourceTimeout``.
-    public var retryPolicy: RetryPolicy?
 
-    /// What ``timeoutIntervalForResource`` is when a submission leaves it out: 7 days.
-    public static let defaultResourceTimeout: Double = 7 * 24 * 3600
+    /// What ``TaskOptions/timeoutIntervalForResource`` is when a submission leaves it out: 7 days.
+    public static let defaultResourceTimeout = TaskOptions.defaultResourceTimeout
 
-    public init(
-        sessionIdentifier: String,
-        taskIdentifier: Int? = nil,
-        kind: TaskKind,
-        request: TaskRequest,
-        bodyFile: String? = nil,
-        destination: String? = nil,
-        idempotencyKey: String? = nil,
-        priority: Double = 0.5,
-        earliestBeginDate: Date? = nil,
-        taskDescription: String? = nil,
-        resumeData: Data? = nil,
-        timeoutIntervalForResource: Double? = nil,
-        timeoutIntervalForRequest: Double? = nil,
-        retryPolicy: RetryPolicy? = nil
-    ) {
+    public init(sessionIdentifier: String, taskIdentifier: Int? = nil, task: TaskDescription, resumeData: Data? = nil) {
         self.sessionIdentifier = sessionIdentifier
         self.taskIdentifier = taskIdentifier
-        self.kind = kind
-        self.request = request
-        self.bodyFile = bodyFile
-        self.destination = destination
-        self.idempotencyKey = idempotencyKey
-        self.priority = priority
-        self.earliestBeginDate = earliestBeginDate
-        self.taskDescription = taskDescription
+        self.task = task
         self.resumeData = resumeData
-        self.timeoutIntervalForResource = timeoutIntervalForResource
-        self.timeoutIntervalForRequest = timeoutIntervalForRequest
-        self.retryPolicy = retryPolicy
     }
 
-    /// The characters of an HTTP token (RFC 9110 §5.6.2), for methods.
-    static let tokenCharacters = Set("!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+    /// A submission from its most used fields; set any other through the description's names
+    /// (`submission.retryPolicy = …`).
+    public init(
+        sessionIdentifier: String, taskIdentifier: Int? = nil, kind: TaskKind, request: TaskRequest,
+        bodyFile: String? = nil, destination: String? = nil, idempotencyKey: String? = nil, priority: Double = 0.5,
+        earliestBeginDate: Date? = nil, taskDescription: String? = nil, resumeData: Data? = nil
+    ) {
+        let options = TaskOptions(idempotencyKey: idempotencyKey, priority: priority, earliestBeginDate: earliestBeginDate, taskDescription: taskDescription)
+        self.init(
+            sessionIdentifier: sessionIdentifier, taskIdentifier: taskIdentifier,
+            task: TaskDescription(kind: kind, request: request, bodyFile: bodyFile, destination: destination, options: options), resumeData: resumeData)
+    }
 
     /// Checks what can be checked without the daemon's state.
     ///
@@ -102,39 +54,38 @@ public struct TaskSubmission: Hashable, Sendable, Codable {
             throw bad("a session identifier has 1 to 1024 bytes")
         }
         if let taskIdentifier, taskIdentifier < 1 { throw bad("task identifiers start at 1") }
-        guard let scheme = request.url.scheme?.lowercased(), scheme == "http" || scheme == "https",
-            request.url.host != nil
-        else {
-            throw bad("a task's URL must be http or https with a host")
-        }
-        guard !request.method.isEmpty, request.method.allSatisfy(Self.tokenCharacters.contains) else {
-            throw bad("the HTTP method must be a token such as GET or POST")
-        }
-        if kind == .upload, bodyFile?.isEmpty ?? true { throw bad("an upload needs a body file") }
-        if let bodyFile, !bodyFile.hasPrefix("/") { throw bad("the body file must be an absolute path") }
-        if let destination, !destination.hasPrefix("/") { throw bad("the destination must be an absolute path") }
-        guard priority >= 0, priority <= 1 else { throw bad("priority is between 0 and 1") }
-        if let idempotencyKey, idempotencyKey.isEmpty || idempotencyKey.utf8.count > 256 {
-            throw bad("an idempotency key has 1 to 256 bytes")
-        }
-        if resumeData != nil, kind != .download { throw bad("only a download can start from resume data") }
-        for (name, value) in [("timeoutIntervalForResource", timeoutIntervalForResource), ("timeoutIntervalForRequest", timeoutIntervalForRequest)] {
-            if let value, !(value > 0 && value.isFinite) { throw bad("\(name) is a positive number of seconds") }
-        }
+        if let problem = task.problem { throw bad(problem) }
+        if resumeData != nil, task.kind != .download { throw bad("only a download can start from resume data") }
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case sessionIdentifier, taskIdentifier, resumeData
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        sessionIdentifier = try container.decode(String.self, forKey: .sessionIdentifier)
+        taskIdentifier = try container.decodeIfPresent(Int.self, forKey: .taskIdentifier)
+        resumeData = try container.decodeIfPresent(Data.self, forKey: .resumeData)
+        task = try TaskDescription(from: decoder)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(sessionIdentifier, forKey: .sessionIdentifier)
+        try container.encodeIfPresent(taskIdentifier, forKey: .taskIdentifier)
+        try container.encodeIfPresent(resumeData, forKey: .resumeData)
+        try task.encode(to: encoder)
     }
 }
 
-/// A task as ferryd reports it: what was submitted, where it is, and its last error.
-public struct TaskInfo: Hashable, Sendable, Codable {
+/// A task as ferryd reports it: its description, where it is, and its last error. On the
+/// wire, one object, the description's fields beside the others.
+public struct TaskInfo: Hashable, Sendable, Codable, HoldsTaskDescription {
     public var sessionIdentifier: String
     public var taskIdentifier: Int
-    public var kind: TaskKind
+    public var task: TaskDescription
     public var state: TaskState
-    public var request: TaskRequest
-    public var taskDescription: String?
-    public var idempotencyKey: String?
-    public var priority: Double
-    public var earliestBeginDate: Date?
     public var bytesSent: Int64
     public var bytesReceived: Int64
     /// nil while unknown.
@@ -152,22 +103,14 @@ public struct TaskInfo: Hashable, Sendable, Codable {
     public var waitingReason: WaitingReason?
 
     public init(
-        sessionIdentifier: String, taskIdentifier: Int, kind: TaskKind, state: TaskState,
-        request: TaskRequest, taskDescription: String? = nil, idempotencyKey: String? = nil,
-        priority: Double = 0.5, earliestBeginDate: Date? = nil, bytesSent: Int64 = 0,
-        bytesReceived: Int64 = 0, bytesExpectedToSend: Int64? = nil, bytesExpectedToReceive: Int64? = nil,
-        attemptCount: Int = 0, nextAttemptDate: Date? = nil, lastError: FerryProtocolError? = nil,
-        waitingReason: WaitingReason? = nil
+        sessionIdentifier: String, taskIdentifier: Int, task: TaskDescription, state: TaskState,
+        bytesSent: Int64 = 0, bytesReceived: Int64 = 0, bytesExpectedToSend: Int64? = nil, bytesExpectedToReceive: Int64? = nil,
+        attemptCount: Int = 0, nextAttemptDate: Date? = nil, lastError: FerryProtocolError? = nil, waitingReason: WaitingReason? = nil
     ) {
         self.sessionIdentifier = sessionIdentifier
         self.taskIdentifier = taskIdentifier
-        self.kind = kind
+        self.task = task
         self.state = state
-        self.request = request
-        self.taskDescription = taskDescription
-        self.idempotencyKey = idempotencyKey
-        self.priority = priority
-        self.earliestBeginDate = earliestBeginDate
         self.bytesSent = bytesSent
         self.bytesReceived = bytesReceived
         self.bytesExpectedToSend = bytesExpectedToSend
@@ -176,6 +119,43 @@ public struct TaskInfo: Hashable, Sendable, Codable {
         self.nextAttemptDate = nextAttemptDate
         self.lastError = lastError
         self.waitingReason = waitingReason
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case sessionIdentifier, taskIdentifier, state, bytesSent, bytesReceived, bytesExpectedToSend, bytesExpectedToReceive
+        case attemptCount, nextAttemptDate, lastError, waitingReason
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        sessionIdentifier = try container.decode(String.self, forKey: .sessionIdentifier)
+        taskIdentifier = try container.decode(Int.self, forKey: .taskIdentifier)
+        task = try TaskDescription(from: decoder)
+        state = try container.decode(TaskState.self, forKey: .state)
+        bytesSent = try container.decode(Int64.self, forKey: .bytesSent)
+        bytesReceived = try container.decode(Int64.self, forKey: .bytesReceived)
+        bytesExpectedToSend = try container.decodeIfPresent(Int64.self, forKey: .bytesExpectedToSend)
+        bytesExpectedToReceive = try container.decodeIfPresent(Int64.self, forKey: .bytesExpectedToReceive)
+        attemptCount = try container.decode(Int.self, forKey: .attemptCount)
+        nextAttemptDate = try container.decodeIfPresent(Date.self, forKey: .nextAttemptDate)
+        lastError = try container.decodeIfPresent(FerryProtocolError.self, forKey: .lastError)
+        waitingReason = try container.decodeIfPresent(WaitingReason.self, forKey: .waitingReason)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(sessionIdentifier, forKey: .sessionIdentifier)
+        try container.encode(taskIdentifier, forKey: .taskIdentifier)
+        try task.encode(to: encoder)
+        try container.encode(state, forKey: .state)
+        try container.encode(bytesSent, forKey: .bytesSent)
+        try container.encode(bytesReceived, forKey: .bytesReceived)
+        try container.encodeIfPresent(bytesExpectedToSend, forKey: .bytesExpectedToSend)
+        try container.encodeIfPresent(bytesExpectedToReceive, forKey: .bytesExpectedToReceive)
+        try container.encode(attemptCount, forKey: .attemptCount)
+        try container.encodeIfPresent(nextAttemptDate, forKey: .nextAttemptDate)
+        try container.encodeIfPresent(lastError, forKey: .lastError)
+        try container.encodeIfPresent(waitingReason, forKey: .waitingReason)
     }
 }
 

@@ -12,24 +12,15 @@ public import Foundation
 ///     task.attemptCount += 1
 /// }
 /// ```
-public struct TaskRecord: Hashable, Sendable, Codable {
+public struct TaskRecord: Hashable, Sendable, HoldsTaskDescription {
     // Identity: set at submission, never changed.
     public internal(set) var sessionIdentifier: String
     public internal(set) var taskIdentifier: Int
-    public internal(set) var kind: TaskKind
+    /// What the client submitted (FerryCore's description, the protocol's too); its fields
+    /// read as the record's own: `record.kind`, `record.request.url`, `record.priority`.
+    public var task: TaskDescription
 
     public var state: TaskState
-
-    // The request.
-    /// Read back as a URL: a row whose text is not one is an error naming the row.
-    public var url: URL
-    public var method: String
-    /// Header fields in order, stored as JSON `[["name","value"],…]`.
-    public var headers: HeaderFields
-    /// The file an upload reads its body from.
-    public var bodyFile: String?
-    /// Where a download is written.
-    public var destinationFile: String?
 
     // Progress.
     public var bytesSent: Int64
@@ -45,10 +36,6 @@ public struct TaskRecord: Hashable, Sendable, Codable {
     public var uploadInteropVersion: Int?
 
     // Scheduling.
-    public internal(set) var idempotencyKey: String?
-    /// 0 (lowest) to 1 (highest).
-    public var priority: Double
-    public var earliestBeginDate: Date?
     /// How many times the transfer was started.
     public var attemptCount: Int
     /// A waiting task does not run before this time (backoff, `Retry-After`).
@@ -58,33 +45,10 @@ public struct TaskRecord: Hashable, Sendable, Codable {
     /// Why `nextAttemptAt` is set: after a failure (`backoff`) or because the server said
     /// when (`retryAfter`).
     public var retryReason: RetryWait?
-    /// Seconds from creation after which the task fails (`timeoutIntervalForResource`); nil: ferryd's default.
-    public var resourceTimeout: Double?
-    /// Seconds without a byte after which an attempt fails (`timeoutIntervalForRequest`); nil: ferryd's default.
-    public var requestTimeout: Double?
-    /// The session's retry policy, as JSON; nil: ferryd's default.
-    public var retryPolicy: RetryPolicy?
 
-    public var taskDescription: String?
     public internal(set) var createdAt: Date
     /// Set by the store on every change.
     public internal(set) var updatedAt: Date
-
-    enum CodingKeys: String, CodingKey {
-        case sessionIdentifier = "session_identifier", taskIdentifier = "task_identifier"
-        case kind, state, url, method, headers, priority
-        case bodyFile = "body_file", destinationFile = "destination_file"
-        case bytesSent = "bytes_sent", bytesReceived = "bytes_received"
-        case bytesExpectedToSend = "bytes_expected_to_send", bytesExpectedToReceive = "bytes_expected_to_receive"
-        case resumeValidator = "resume_validator", resumeOffset = "resume_offset"
-        case uploadResourceURL = "upload_resource_url", uploadInteropVersion = "upload_interop_version"
-        case idempotencyKey = "idempotency_key", earliestBeginDate = "earliest_begin_date"
-        case attemptCount = "attempt_count", nextAttemptAt = "next_attempt_at"
-        case lastErrorCode = "last_error_code", lastErrorMessage = "last_error_message"
-        case retryReason = "retry_reason", resourceTimeout = "resource_timeout", requestTimeout = "request_timeout"
-        case retryPolicy = "retry_policy"
-        case taskDescription = "task_description", createdAt = "created_at", updatedAt = "updated_at"
-    }
 }
 
 extension TaskRecord: StoredRecord {
@@ -96,72 +60,42 @@ extension TaskRecord: StoredRecord {
 /// (`waiting`, or `suspended` when asked) and the times.
 ///
 /// ```swift
-/// let result = try await store.submit(NewTask(
-///     sessionIdentifier: "com.example.bg", kind: .upload, url: "http://127.0.0.1:8080/upload",
-///     method: "POST", bodyFile: "/data/group.example/photo.jpg", idempotencyKey: "share-001"))
+/// var upload = TaskDescription(kind: .upload, request: TaskRequest(url: URL(string: "http://127.0.0.1:8080/upload")!, method: "POST"))
+/// upload.bodyFile = "/data/group.example/photo.jpg"
+/// upload.idempotencyKey = "share-001"
+/// let result = try await store.submit(NewTask(sessionIdentifier: "com.example.bg", task: upload))
 /// if !result.isNew { print("already submitted as task", result.task.taskIdentifier) }
 /// ```
-public struct NewTask: Hashable, Sendable {
+public struct NewTask: Hashable, Sendable, HoldsTaskDescription {
     public var sessionIdentifier: String
     /// An identifier reserved with ``FerryStore/nextTaskIdentifier(in:)``, or nil for a new one.
     public var taskIdentifier: Int?
-    public var kind: TaskKind
-    public var url: URL
-    public var method: String
-    public var headers: HeaderFields
-    public var bodyFile: String?
-    public var destinationFile: String?
-    public var idempotencyKey: String?
-    public var priority: Double
-    public var earliestBeginDate: Date?
-    public var taskDescription: String?
+    public var task: TaskDescription
     /// Where a download from resume data continues: validator and offset, both or neither.
     public var resumeValidator: String?
     public var resumeOffset: Int64?
     /// `waiting` (the default) or `suspended`.
     public var initialState: TaskState
-    public var resourceTimeout: Double?
-    public var requestTimeout: Double?
-    public var retryPolicy: RetryPolicy?
 
     public init(
-        sessionIdentifier: String, taskIdentifier: Int? = nil, kind: TaskKind, url: URL,
-        method: String = "GET", headers: HeaderFields = [:], bodyFile: String? = nil, destinationFile: String? = nil,
-        idempotencyKey: String? = nil, priority: Double = 0.5, earliestBeginDate: Date? = nil,
-        taskDescription: String? = nil, resumeValidator: String? = nil, resumeOffset: Int64? = nil,
-        initialState: TaskState = .waiting, resourceTimeout: Double? = nil, requestTimeout: Double? = nil,
-        retryPolicy: RetryPolicy? = nil
+        sessionIdentifier: String, taskIdentifier: Int? = nil, task: TaskDescription,
+        resumeValidator: String? = nil, resumeOffset: Int64? = nil, initialState: TaskState = .waiting
     ) {
         self.sessionIdentifier = sessionIdentifier
         self.taskIdentifier = taskIdentifier
-        self.kind = kind
-        self.url = url
-        self.method = method
-        self.headers = headers
-        self.bodyFile = bodyFile
-        self.destinationFile = destinationFile
-        self.idempotencyKey = idempotencyKey
-        self.priority = priority
-        self.earliestBeginDate = earliestBeginDate
-        self.taskDescription = taskDescription
+        self.task = task
         self.resumeValidator = resumeValidator
         self.resumeOffset = resumeOffset
         self.initialState = initialState
-        self.resourceTimeout = resourceTimeout
-        self.requestTimeout = requestTimeout
-        self.retryPolicy = retryPolicy
     }
 
     func record(identifier: Int, now: Date) -> TaskRecord {
         TaskRecord(
-            sessionIdentifier: sessionIdentifier, taskIdentifier: identifier, kind: kind, state: initialState,
-            url: url, method: method, headers: headers, bodyFile: bodyFile, destinationFile: destinationFile,
+            sessionIdentifier: sessionIdentifier, taskIdentifier: identifier, task: task, state: initialState,
             bytesSent: 0, bytesReceived: resumeOffset ?? 0, bytesExpectedToSend: nil, bytesExpectedToReceive: nil,
-            resumeValidator: resumeValidator, resumeOffset: resumeOffset, uploadResourceURL: nil,
-            uploadInteropVersion: nil, idempotencyKey: idempotencyKey, priority: priority,
-            earliestBeginDate: earliestBeginDate, attemptCount: 0, nextAttemptAt: nil, lastErrorCode: nil,
-            lastErrorMessage: nil, retryReason: nil, resourceTimeout: resourceTimeout, requestTimeout: requestTimeout,
-            retryPolicy: retryPolicy, taskDescription: taskDescription, createdAt: now, updatedAt: now)
+            resumeValidator: resumeValidator, resumeOffset: resumeOffset, uploadResourceURL: nil, uploadInteropVersion: nil,
+            attemptCount: 0, nextAttemptAt: nil, lastErrorCode: nil, lastErrorMessage: nil, retryReason: nil,
+            createdAt: now, updatedAt: now)
     }
 }
 

@@ -1,3 +1,4 @@
+import FerryCore
 import FerryProtocol
 import FerryTestSupport
 import Foundation

@@ -15,7 +15,11 @@ struct RulesTests {
 
     /// A stored task as the scheduler sees it after `attempts` attempts.
     func record(method: String, policy: RetryPolicy? = nil, attempts: Int = 1, uploadResource: String? = nil) -> TaskRecord {
-        var record = NewTask(sessionIdentifier: "s", kind: .upload, url: URL(string: "http://127.0.0.1/x")!, method: method, bodyFile: "/b", retryPolicy: policy)
+        var record = NewTask(
+            sessionIdentifier: "s",
+            task: TaskDescription(
+                kind: .upload, request: TaskRequest(url: URL(string: "http://127.0.0.1/x")!, method: method), bodyFile: "/b",
+                options: TaskOptions(retryPolicy: policy)))
             .record(identifier: 1, now: now)
         record.attemptCount = attempts
         record.uploadResourceURL = uploadResource

@@ -1,3 +1,4 @@
+import FerryCore
 import FerryDaemon
 import FerryProtocol
 import FerryTestSupport

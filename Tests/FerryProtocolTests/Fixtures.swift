@@ -11,20 +11,22 @@ enum Fixtures {
     static let date = Date(timeIntervalSince1970: 1_795_000_000.25)
 
     static let fullSubmission = TaskSubmission(
-        sessionIdentifier: session, taskIdentifier: 4, kind: .upload,
-        request: TaskRequest(url: url, method: "POST", headers: HeaderFields([("Content-Type", "image/jpeg"), ("X-A", "1"), ("X-A", "2")])),
-        bodyFile: "/home/me/.local/share/ferry/groups/group.example/photo.jpg",
-        destination: nil, idempotencyKey: "share-001", priority: 0.75, earliestBeginDate: date,
-        taskDescription: "photo.jpg → imgur", resumeData: nil,
-        timeoutIntervalForResource: 3_600, timeoutIntervalForRequest: 30)
+        sessionIdentifier: session, taskIdentifier: 4,
+        task: TaskDescription(
+            kind: .upload,
+            request: TaskRequest(url: url, method: "POST", headers: HeaderFields([("Content-Type", "image/jpeg"), ("X-A", "1"), ("X-A", "2")])),
+            bodyFile: "/home/me/.local/share/ferry/groups/group.example/photo.jpg",
+            options: TaskOptions(
+                idempotencyKey: "share-001", priority: 0.75, earliestBeginDate: date, taskDescription: "photo.jpg → imgur",
+                timeoutIntervalForResource: 3_600, timeoutIntervalForRequest: 30,
+                retryPolicy: RetryPolicy(maximumAttempts: 3, initialDelay: .milliseconds(500), retryableStatuses: [503]))))
 
     static let minimalSubmission = TaskSubmission(
         sessionIdentifier: session, kind: .download, request: TaskRequest(url: URL(string: "http://localhost/x")!),
         resumeData: Data([0x46, 0x45, 0x52, 0x52, 0x00, 0xff]))
 
     static let task = TaskInfo(
-        sessionIdentifier: session, taskIdentifier: 4, kind: .upload, state: .waiting, request: fullSubmission.request,
-        taskDescription: "photo", idempotencyKey: "share-001", priority: 0.75, earliestBeginDate: date,
+        sessionIdentifier: session, taskIdentifier: 4, task: fullSubmission.task, state: .waiting,
         bytesSent: 1_024, bytesReceived: 0, bytesExpectedToSend: 4_096, bytesExpectedToReceive: nil,
         attemptCount: 2, nextAttemptDate: date.addingTimeInterval(30),
         lastError: FerryProtocolError(FerryProtocolError.Code(rawValue: "networkConnectionLost"), "the connection broke"),
@@ -34,13 +36,13 @@ enum Fixtures {
             message: "backing off after networkConnectionLost"))
 
     static let hostLimitedTask = TaskInfo(
-        sessionIdentifier: session, taskIdentifier: 9, kind: .download, state: .waiting,
-        request: TaskRequest(url: URL(string: "http://localhost/big")!),
+        sessionIdentifier: session, taskIdentifier: 9, task: TaskDescription(kind: .download, request: TaskRequest(url: URL(string: "http://localhost/big")!)),
+        state: .waiting,
         waitingReason: WaitingReason(kind: .hostLimit, host: "localhost", message: "6 tasks already run against localhost"))
 
     static let bareTask = TaskInfo(
-        sessionIdentifier: session, taskIdentifier: 1, kind: .data, state: .completed,
-        request: TaskRequest(url: URL(string: "http://localhost/")!))
+        sessionIdentifier: session, taskIdentifier: 1, task: TaskDescription(kind: .data, request: TaskRequest(url: URL(string: "http://localhost/")!)),
+        state: .completed)
 
     static let requests: [Request] = [
         .attach(AttachSession(sessionIdentifier: session, sharedContainerIdentifier: "group.example", owner: true)),

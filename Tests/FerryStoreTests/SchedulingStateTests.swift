@@ -13,10 +13,10 @@ struct SchedulingStateTests {
                 defer { try? store.close() }
                 _ = try await store.openSession("s", appBundleIdentifier: "com.example.app")
                 var task = download("a")
-                task.resourceTimeout = 3_600
-                task.requestTimeout = 30
+                task.timeoutIntervalForResource = 3_600
+                task.timeoutIntervalForRequest = 30
                 let submitted = try await store.submit(task, now: t0).task
-                #expect(submitted.resourceTimeout == 3_600 && submitted.requestTimeout == 30 && submitted.retryReason == nil)
+                #expect(submitted.timeoutIntervalForResource == 3_600 && submitted.timeoutIntervalForRequest == 30 && submitted.retryReason == nil)
                 _ = try await store.updateState(session: "s", task: 1, to: .running, now: t0)
                 try await store.scheduleRetry(
                     session: "s", task: 1, errorCode: "http503", errorMessage: "HTTP 503", at: t0 + 2, reason: .retryAfter, now: t0)
@@ -24,7 +24,7 @@ struct SchedulingStateTests {
             let store = try FerryStore(path: path)
             defer { try? store.close() }
             let task = try #require(try await store.task(session: "s", task: 1))
-            #expect(task.resourceTimeout == 3_600 && task.requestTimeout == 30)
+            #expect(task.timeoutIntervalForResource == 3_600 && task.timeoutIntervalForRequest == 30)
             #expect(task.retryReason == .retryAfter && task.nextAttemptAt == t0 + 2 && task.state == .waiting)
             #expect(try await store.runnableTasks(now: t0 + 1.9).isEmpty)
             #expect(try await store.runnableTasks(now: t0 + 2).map(\.taskIdentifier) == [1])
@@ -35,7 +35,7 @@ struct SchedulingStateTests {
     func badTimeout() async throws {
         try await withStore { (store, _) async throws in
             var task = download("a")
-            task.resourceTimeout = 0
+            task.timeoutIntervalForResource = 0
             let error = await #expect(throws: FerryStoreError.self) { try await store.submit(task) }
             #expect(error?.code == .invalidTask)
             #expect(try await store.tasks(in: "s").isEmpty)

@@ -26,9 +26,11 @@ let t0 = Date(timeIntervalSince1970: 1_795_000_000)
 
 func download(_ name: String, session: String = "s", key: String? = nil, priority: Double = 0.5, begin: Date? = nil) -> NewTask {
     NewTask(
-        sessionIdentifier: session, kind: .download, url: URL(string: "https://example.com/\(name)")!,
-        headers: HeaderFields([("Accept", "*/*"), ("X-Tag", "a"), ("X-Tag", "b")]),
-        idempotencyKey: key, priority: priority, earliestBeginDate: begin, taskDescription: name)
+        sessionIdentifier: session,
+        task: TaskDescription(
+            kind: .download,
+            request: TaskRequest(url: URL(string: "https://example.com/\(name)")!, headers: HeaderFields([("Accept", "*/*"), ("X-Tag", "a"), ("X-Tag", "b")])),
+            options: TaskOptions(idempotencyKey: key, priority: priority, earliestBeginDate: begin, taskDescription: name)))
 }
 
 func event(_ task: Int?, _ kind: String, session: String = "s") -> NewEvent {

@@ -9,7 +9,7 @@ struct TaskTests {
     func submitIsDurable() async throws {
         try await withStore { (store, path) async throws in
             var task = download("big.iso", key: "k1", priority: 0.8, begin: t0.addingTimeInterval(60))
-            task.destinationFile = "/data/group.example/big.iso.download"
+            task.destination = "/data/group.example/big.iso.download"
             task.resumeValidator = "\"etag-1\""
             task.resumeOffset = 1_000
             let submitted = try await store.submit(task, now: t0)
@@ -23,7 +23,7 @@ struct TaskTests {
             defer { try? reopened.close() }
             let stored = try #require(try await reopened.task(session: "s", task: 1))
             #expect(stored == submitted.task)
-            #expect(stored.headers == HeaderFields([("Accept", "*/*"), ("X-Tag", "a"), ("X-Tag", "b")]))
+            #expect(stored.request.headers == HeaderFields([("Accept", "*/*"), ("X-Tag", "a"), ("X-Tag", "b")]))
             #expect(stored.earliestBeginDate == t0.addingTimeInterval(60))
             #expect(try await reopened.scalarForTest("SELECT headers FROM task") == #"[["Accept","*/*"],["X-Tag","a"],["X-Tag","b"]]"#)
             // Dates are numbers, so SQL compares them (runnableTasks depends on it).
@@ -124,7 +124,7 @@ struct TaskTests {
             #expect(tooHigh?.message.contains("task_priority_range") == true)
             #expect(tooHigh?.message.contains("nothing was written") == true)
 
-            let upload = NewTask(sessionIdentifier: "s", kind: .upload, url: URL(string: "http://x/")!, method: "POST")
+            let upload = NewTask(sessionIdentifier: "s", task: TaskDescription(kind: .upload, request: TaskRequest(url: URL(string: "http://x/")!, method: "POST")))
             let noBody = await #expect(throws: FerryStoreError.self) { try await store.submit(upload) }
             #expect(noBody?.message.contains("task_upload_needs_body") == true)
 
