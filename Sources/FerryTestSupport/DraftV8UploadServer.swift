@@ -134,7 +134,7 @@ public final class DraftV8UploadServer: Sendable {
     /// ```
     public static func start(options: Options = Options()) async throws -> DraftV8UploadServer {
         let directory = try TestFiles.makeTemporaryDirectory()
-        let server = DraftV8UploadServer(options: options, directory: directory, listener: try await LoopbackHTTPListener.bind())
+        let server = DraftV8UploadServer(options: options, directory: directory, listener: try await LoopbackHTTPListener.bind(pipeliningAssistance: false))
         server.listener.startAccepting { connection, number in try await server.serve(connection, number: number) }
         return server
     }

@@ -32,14 +32,19 @@ final class LoopbackHTTPListener: Sendable {
     }
 
     /// Listens (`port` 0: the system chooses); nothing is accepted before `startAccepting`.
-    static func bind(port: Int = 0) async throws -> LoopbackHTTPListener {
+    ///
+    /// `pipeliningAssistance: false` leaves out NIO's `HTTPServerPipelineHandler`: for a server
+    /// that answers some requests before their body has arrived (a refused or cut append) and
+    /// keeps reading, which that handler's debug checks take for a second response.
+    static func bind(port: Int = 0, pipeliningAssistance: Bool = true) async throws -> LoopbackHTTPListener {
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .bind(host: "127.0.0.1", port: port) { child in
                 child.eventLoop.makeCompletedFuture {
-                    try child.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                    try child.pipeline.syncOperations.configureHTTPServerPipeline(
+                        withPipeliningAssistance: pipeliningAssistance, withErrorHandling: true)
                     return try Connection(wrappingChannelSynchronously: child)
                 }
             }
