@@ -51,8 +51,11 @@ struct Share: AsyncParsableCommand {
             let result = try await sheet.run(choice, items: items, presentation: presentation)
             report(result, choice: choice)
             if result.outcome.kind != .completed { throw ExitCode(ExitStatus.failure) }
+        } catch let failure as CLIFailure {
+            // Said as every command says it: one line on stderr (and JSON with --json), the status documented.
+            throw failure.report(url: nil, json: json)
         } catch let error as ShareKitError {
-            throw CLIFailure(exitStatus: ExitStatus.failure, code: "shareFailed", message: "\(error)")
+            throw CLIFailure(exitStatus: ExitStatus.failure, code: "shareFailed", message: "\(error)").report(url: nil, json: json)
         }
     }
 

@@ -66,14 +66,6 @@ public struct FerryError: Error, Sendable, CustomStringConvertible {
         public static let cannotDecodeResumeData = Code("cannotDecodeResumeData")
         /// The delegate refused the response or a redirect.
         public static let cancelledByDelegate = Code("cancelledByDelegate")
-        /// Another process already owns this background session.
-        public static let backgroundSessionInUseByAnotherProcess = Code("backgroundSessionInUseByAnotherProcess")
-        /// The background session lost its connection to ferryd (it stopped or was killed);
-        /// the tasks go on there, and creating the session again reconnects to them.
-        public static let backgroundSessionWasDisconnected = Code("backgroundSessionWasDisconnected")
-        /// The session names a shared container (app group) this process's app is not in,
-        /// or ferryd could not be reached or started.
-        public static let backgroundSessionRequiresSharedContainer = Code("backgroundSessionRequiresSharedContainer")
         /// Anything else; see ``FerryError/underlyingError``.
         public static let unknown = Code("unknown")
     }

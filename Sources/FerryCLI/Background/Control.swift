@@ -46,7 +46,7 @@ struct Resume: AsyncParsableCommand {
 }
 
 struct Cancel: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "cancel", abstract: "Cancel a task (a download keeps resume data in its failure event).")
+    static let configuration = CommandConfiguration(commandName: "cancel", abstract: "Cancel a task; a download's partial file is deleted (for resume data, cancel it from its app with cancelByProducingResumeData).")
     @Argument(help: "The task identifier (see `ferry list`).") var task: String
     @OptionGroup var options: DaemonOptions
     func run() async throws { try await TaskControl.run(FerryProtocol.Request.cancel, task: task, options: options, verb: "cancelled") }

@@ -193,10 +193,11 @@ struct Download: AsyncParsableCommand {
         commandName: "download",
         abstract: "Hand a download to ferryd and return at once; print the task id.",
         discussion: """
-            ferryd writes the file (default: the URL's last path component in the current
-            directory) and continues it with Range/If-Range after a lost connection or a
-            restart; if the resource changed meanwhile it starts over, never splicing two
-            versions.
+            ferryd writes the file into the session's folder under Ferry's data directory
+            (session-files/<session>/cli-downloads/, the path is printed); with --wait it is
+            moved to -o, or to the URL's file name in the current directory, once complete.
+            ferryd continues it with Range/If-Range after a lost connection or a restart; if
+            the resource changed meanwhile it starts over, never splicing two versions.
             """)
 
     @Argument(help: "The http or https URL to download.") var url: String
