@@ -59,18 +59,13 @@ final class BackgroundLink: Sendable {
                 sharedContainerIdentifier: configuration.sharedContainerIdentifier,
                 owner: true,
                 httpMaximumConnectionsPerHost: min(max(configuration.httpMaximumConnectionsPerHost, 1), 64))
-            guard case .attached(let attached) = try connection.sendAndWait(.attach(attach)) else {
+            let tasks: [TaskInfo]
+            do throws(DaemonConnectionError) {
+                let attached = try connection.perform(waiting: .attach(attach))
+                tasks = try connection.allTasks(waiting: TaskPages(attached: attached, session: sessionIdentifier))
+            } catch {
                 connection.closeNow()
-                throw .connectionLost("ferryd answered attach with something else")
-            }
-            var tasks = attached.tasks
-            var after = attached.nextAfterTaskIdentifier
-            while let next = after {  // bounded: each page moves `after` forward
-                guard case .tasks(let page) = try connection.sendAndWait(
-                    .listTasks(ListTasks(sessionIdentifier: sessionIdentifier, afterTaskIdentifier: next)))
-                else { break }
-                tasks += page.tasks
-                after = page.nextAfterTaskIdentifier.flatMap { $0 > next ? $0 : nil }
+                throw error
             }
             state.withLockedValue { $0.connection = connection }
             logger.info("attached to background session", metadata: ["session": "\(sessionIdentifier)", "tasks": "\(tasks.count)"])
@@ -85,25 +80,22 @@ final class BackgroundLink: Sendable {
     /// The connection's pushed messages, once attached.
     var pushedMessages: AsyncStream<DaemonMessage>? { state.withLockedValue { $0.connection?.pushedMessages } }
 
-    /// Sends a request and waits; a failure becomes the ``FerryError`` a task reports.
-    func call(_ request: FerryProtocol.Request) throws(FerryError) -> Reply {
+    /// Performs a call and waits; a failure becomes the ``FerryError`` a task reports.
+    func perform<Result>(_ call: DaemonCall<Result>) throws(FerryError) -> Result {
         let (connection, failure) = state.withLockedValue { ($0.connection, $0.failure) }
         if let failure { throw failure }
         guard let connection, !state.withLockedValue({ $0.invalidated }) else {
             throw FerryError(.backgroundSessionWasDisconnected, "the background session \(sessionIdentifier) is not connected to ferryd (it was invalidated)")
         }
         do throws(DaemonConnectionError) {
-            return try connection.sendAndWait(request)
+            return try connection.perform(waiting: call)
         } catch {
             throw Self.ferryError(error, session: sessionIdentifier)
         }
     }
 
     func reserveTaskIdentifier() throws(FerryError) -> Int {
-        guard case .taskIdentifier(let identifier) = try call(.reserveTaskIdentifier(SessionReference(sessionIdentifier: sessionIdentifier))) else {
-            throw FerryError(.unknown, "ferryd did not give a task identifier")
-        }
-        return identifier
+        try perform(.reserveTaskIdentifier(in: sessionIdentifier))
     }
 
     /// Whether `sequence` is new; marks it handled.
@@ -121,7 +113,7 @@ final class BackgroundLink: Sendable {
         guard let connection = state.withLockedValue({ $0.connection }) else { return }
         do throws(DaemonConnectionError) {
             let ack = Acknowledge(sessionIdentifier: sessionIdentifier, upToSequence: sequence, sequences: single.isEmpty ? nil : single)
-            _ = try await connection.send(.acknowledge(ack))
+            try await connection.perform(.acknowledge(ack))
         } catch {
             logger.notice("acknowledge failed; the events will come again", metadata: ["session": "\(sessionIdentifier)", "sequence": "\(sequence)", "error": "\(error)"])
         }
@@ -145,7 +137,7 @@ final class BackgroundLink: Sendable {
             return s.connection
         }
         if cancelTasks, let connection {
-            _ = try? connection.sendAndWait(.invalidate(Invalidate(sessionIdentifier: sessionIdentifier, cancelTasks: true)))
+            try? connection.perform(waiting: .invalidate(Invalidate(sessionIdentifier: sessionIdentifier, cancelTasks: true)))
         }
     }
 
@@ -190,7 +182,7 @@ final class BackgroundLink: Sendable {
         }
         guard let connection else { return }
         if delivered > 0 {
-            _ = try? await connection.send(.acknowledge(Acknowledge(sessionIdentifier: sessionIdentifier, upToSequence: delivered)))
+            try? await connection.perform(.acknowledge(Acknowledge(sessionIdentifier: sessionIdentifier, upToSequence: delivered)))
         }
         await connection.close()
     }

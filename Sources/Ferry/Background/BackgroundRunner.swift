@@ -1,4 +1,5 @@
 import FerryCore
+import FerryDaemonClient
 import FerryEngine
 import FerryProtocol
 import Foundation
@@ -19,9 +20,7 @@ struct BackgroundRunner: TaskRunner {
         guard isFirst else { return control(task, .resume) }
         do {
             let submission = try submission(for: task)
-            guard case .submitted(let submitted) = try link.call(.submit(submission)) else {
-                throw FerryError(.unknown, "ferryd answered the submission with something else")
-            }
+            let submitted = try link.perform(.submit(submission))
             guard submitted.existing else { return }
             // ferryd kept the task it had for this key: this one hears what happens to it.
             let existing = submitted.task.taskIdentifier
@@ -74,9 +73,9 @@ struct BackgroundRunner: TaskRunner {
         var produced: Data?
         do {
             if task.lock.withLockedValue({ $0.lifecycle.cancelProducesResumeData }) {
-                if case .resumeData(let reply) = try link.call(.cancelProducingResumeData(reference)) { produced = reply.resumeData }
+                produced = try link.perform(.control(.cancelProducingResumeData, reference)).resumeData
             } else {
-                _ = try link.call(.cancel(reference))
+                _ = try link.perform(.control(.cancel, reference))
             }
         } catch {
             task.session.logger.notice("ferryd did not take the cancel", metadata: [
@@ -96,12 +95,10 @@ struct BackgroundRunner: TaskRunner {
         await link.disconnect()
     }
 
-    private enum Control { case suspend, resume }
-
-    private func control(_ task: SessionTask, _ control: Control) {
+    private func control(_ task: SessionTask, _ control: TaskControl) {
         let reference = TaskReference(sessionIdentifier: link.sessionIdentifier, taskIdentifier: task.taskIdentifier)
         do {
-            _ = try link.call(control == .suspend ? .suspend(reference) : .resume(reference))
+            _ = try link.perform(.control(control, reference))
         } catch {
             // The task is ferryd's either way; say so rather than pretend.
             task.session.logger.notice("ferryd did not take the control", metadata: [

@@ -6,20 +6,15 @@ import Foundation
 /// `ferry pause|resume|cancel TASK`: change one task, as the session's owner for a moment.
 /// A session an app is connected to refuses (`backgroundSessionInUseByAnotherProcess`):
 /// the app owns its tasks then.
-enum TaskControl {
-    static func run(_ make: (TaskReference) -> FerryProtocol.Request, task: String, options: DaemonOptions, verb: String) async throws {
+enum TaskCommand {
+    static func run(_ control: TaskControl, task: String, options: DaemonOptions, verb: String) async throws {
         do {
             let identifier = try DaemonAccess.taskIdentifier(task)
             let connection = try await DaemonAccess.connect(startsDaemon: false)
             defer { connection.closeNow() }
             _ = try await DaemonAccess.attach(options.session, owner: true, on: connection)
-            let reply = try await DaemonAccess.send(make(TaskReference(sessionIdentifier: options.session, taskIdentifier: identifier)), on: connection)
-            let info: TaskInfo?
-            switch reply {
-            case .task(let task): info = task
-            case .resumeData(let cancelled): info = cancelled.task
-            default: info = nil
-            }
+            let info = try await DaemonAccess.perform(
+                .control(control, TaskReference(sessionIdentifier: options.session, taskIdentifier: identifier)), on: connection).task
             if options.json {
                 if let info { JSONOutput.print(info) }
             } else {
@@ -35,21 +30,21 @@ struct Pause: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "pause", abstract: "Suspend a task; a download keeps what it has.")
     @Argument(help: "The task identifier (see `ferry list`).") var task: String
     @OptionGroup var options: DaemonOptions
-    func run() async throws { try await TaskControl.run(FerryProtocol.Request.suspend, task: task, options: options, verb: "paused") }
+    func run() async throws { try await TaskCommand.run(.suspend, task: task, options: options, verb: "paused") }
 }
 
 struct Resume: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "resume", abstract: "Resume a suspended task.")
     @Argument(help: "The task identifier (see `ferry list`).") var task: String
     @OptionGroup var options: DaemonOptions
-    func run() async throws { try await TaskControl.run(FerryProtocol.Request.resume, task: task, options: options, verb: "resumed") }
+    func run() async throws { try await TaskCommand.run(.resume, task: task, options: options, verb: "resumed") }
 }
 
 struct Cancel: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "cancel", abstract: "Cancel a task; a download's partial file is deleted (for resume data, cancel it from its app with cancelByProducingResumeData).")
     @Argument(help: "The task identifier (see `ferry list`).") var task: String
     @OptionGroup var options: DaemonOptions
-    func run() async throws { try await TaskControl.run(FerryProtocol.Request.cancel, task: task, options: options, verb: "cancelled") }
+    func run() async throws { try await TaskCommand.run(.cancel, task: task, options: options, verb: "cancelled") }
 }
 
 /// `ferry daemon status|stop`.
@@ -66,7 +61,7 @@ struct Daemon: AsyncParsableCommand {
             do {
                 let connection = try await DaemonAccess.connect(startsDaemon: false)
                 defer { connection.closeNow() }
-                guard case .status(let status) = try await DaemonAccess.send(.status, on: connection) else { return }
+                let status = try await DaemonAccess.perform(.status, on: connection)
                 if json {
                     JSONOutput.print(status)
                     return
@@ -93,7 +88,7 @@ struct Daemon: AsyncParsableCommand {
         func run() async throws {
             do {
                 let connection = try await DaemonAccess.connect(startsDaemon: false)
-                _ = try await DaemonAccess.send(.stop, on: connection)
+                try await DaemonAccess.perform(.stop, on: connection)
                 // Wait (bounded) for it to close the connection: then it is gone.
                 let deadline = ContinuousClock.now + .seconds(15)
                 while connection.isConnected, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(50)) }

@@ -45,10 +45,11 @@ enum DaemonAccess {
         }
     }
 
-    /// Sends one request; ferryd's refusal becomes a `CLIFailure` naming its code.
-    static func send(_ request: FerryProtocol.Request, on connection: DaemonConnection) async throws -> Reply {
+    /// Performs one call of the client layer a background `Session` uses too
+    /// (FerryDaemonClient's `DaemonCall`); ferryd's refusal becomes a `CLIFailure` naming its code.
+    static func perform<Result>(_ call: DaemonCall<Result>, on connection: DaemonConnection) async throws -> Result {
         do {
-            return try await connection.send(request)
+            return try await connection.perform(call)
         } catch {
             throw failure(error)
         }
@@ -56,29 +57,22 @@ enum DaemonAccess {
 
     /// Attaches to `session`: as its owner to change it, as a watcher to look.
     static func attach(_ session: String, owner: Bool, on connection: DaemonConnection) async throws -> Attached {
-        guard case .attached(let attached) = try await send(.attach(AttachSession(sessionIdentifier: session, owner: owner)), on: connection) else {
-            throw CLIFailure(exitStatus: ExitStatus.failure, code: "protocol", message: "ferryd answered attach with something else")
-        }
-        return attached
+        try await perform(.attach(AttachSession(sessionIdentifier: session, owner: owner)), on: connection)
     }
 
     /// ferryd's sessions, or only the one named.
     static func sessions(named name: String?, on connection: DaemonConnection) async throws -> [SessionInfo] {
-        guard case .sessions(let sessions) = try await send(.listSessions, on: connection) else { return [] }
+        let sessions = try await perform(.sessions, on: connection)
         return name.map { name in sessions.filter { $0.sessionIdentifier == name } } ?? sessions
     }
 
     /// Every task of a session, all pages.
     static func tasks(of session: String, on connection: DaemonConnection) async throws -> [TaskInfo] {
-        var all: [TaskInfo] = []
-        var after: Int? = nil
-        for _ in 0..<100_000 {  // bounded: 500 a page
-            guard case .tasks(let page) = try await send(.listTasks(ListTasks(sessionIdentifier: session, afterTaskIdentifier: after)), on: connection) else { break }
-            all += page.tasks
-            guard let next = page.nextAfterTaskIdentifier, next > (after ?? 0) else { break }
-            after = next
+        do {
+            return try await connection.allTasks(TaskPages(session: session))
+        } catch {
+            throw failure(error)
         }
-        return all
     }
 
     static func failure(_ error: DaemonConnectionError) -> CLIFailure {

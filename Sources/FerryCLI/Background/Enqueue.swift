@@ -26,9 +26,7 @@ struct Enqueue {
         let connection = try await DaemonAccess.connect()
         defer { connection.closeNow() }
         _ = try await DaemonAccess.attach(submission.sessionIdentifier, owner: true, on: connection)
-        guard case .submitted(let submitted) = try await DaemonAccess.send(.submit(submission), on: connection) else {
-            throw CLIFailure(exitStatus: ExitStatus.failure, code: "protocol", message: "ferryd answered the submission with something else")
-        }
+        let submitted = try await DaemonAccess.perform(.submit(submission), on: connection)
         let task = submitted.task
         if !wait {
             if options.json {
@@ -95,7 +93,7 @@ struct Enqueue {
                     last = true
                 }
             }
-            _ = try? await connection.send(.acknowledge(Acknowledge(sessionIdentifier: event.sessionIdentifier, upToSequence: event.sequence)))
+            try? await connection.perform(.acknowledge(Acknowledge(sessionIdentifier: event.sessionIdentifier, upToSequence: event.sequence)))
             if last { return outcome }
         }
         throw CLIFailure(exitStatus: ExitStatus.failure, code: "connectionLost", message: "ferryd closed the connection before the task ended; it goes on there (`ferry list`)")

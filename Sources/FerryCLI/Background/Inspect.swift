@@ -116,8 +116,8 @@ struct Explain: AsyncParsableCommand {
             let connection = try await DaemonAccess.connect(startsDaemon: false)
             defer { connection.closeNow() }
             _ = try await DaemonAccess.attach(options.session, owner: false, on: connection)
-            let page = try await DaemonAccess.send(.listTasks(ListTasks(sessionIdentifier: options.session, afterTaskIdentifier: identifier - 1, limit: 1)), on: connection)
-            guard case .tasks(let tasks) = page, let info = tasks.tasks.first, info.taskIdentifier == identifier else {
+            let page = try await DaemonAccess.perform(.tasks(of: options.session, after: identifier - 1, limit: 1), on: connection)
+            guard let info = page.tasks.first, info.taskIdentifier == identifier else {
                 throw CLIFailure(exitStatus: ExitStatus.failure, code: "unknownTask", message: "session \(options.session) has no task \(identifier)")
             }
             if options.json {
