@@ -26,7 +26,7 @@ struct LaunchState: Sendable {
 extension Daemon {
     /// Events were stored for `session`: push them to its owner, or launch its app.
     func eventsStored(in session: String) async {
-        if owners[session] != nil {
+        if owner(of: session) != nil {
             await pumpEvents(session)
         } else {
             await launchIfNeeded(session)
@@ -35,19 +35,15 @@ extension Daemon {
 
     /// Sends the owner every stored event it has not been sent yet, in order, then
     /// `eventsFinished` if any went out. One pump per session at a time; a call while one
-    /// runs makes it look again.
+    /// runs makes it look again (`SessionPresence.pump`).
     func pumpEvents(_ session: String) async {
-        guard !pumping.contains(session) else {
-            pumpAgain.insert(session)
-            return
-        }
-        pumping.insert(session)
-        defer { pumping.remove(session) }
+        guard update(session, { $0.pump.begin() }) else { return }
         var sentAny = false
+        var done = false
+        defer { if !done { update(session) { $0.pump.end() } } }
         repeat {
-            pumpAgain.remove(session)
             // `delivered` is set once the owner's `attached` reply is out: no event overtakes it.
-            guard let owner = owners[session], let connection = connections[owner], let after = delivered[session] else { return }
+            guard let owner = owner(of: session), let connection = connections[owner], let after = sessions[session]?.delivered else { return }
             let records: [EventRecord]
             do {
                 records = try await store.undeliveredEvents(in: session, after: after, limit: 200)
@@ -56,8 +52,8 @@ extension Daemon {
                 return
             }
             // The owner may have changed while the store was read: start over for the new one.
-            guard owners[session] == owner, delivered[session] == after else {
-                pumpAgain.insert(session)
+            guard self.owner(of: session) == owner, sessions[session]?.delivered == after else {
+                update(session) { $0.pump.again() }
                 continue
             }
             for record in records {
@@ -66,12 +62,13 @@ extension Daemon {
                 } catch {
                     logger.error("a stored event does not decode; skipped", metadata: ["session": "\(session)", "sequence": "\(record.sequence)", "error": "\(error)"])
                 }
-                delivered[session] = record.sequence
+                update(session) { $0.sent(upTo: record.sequence) }
                 sentAny = true
             }
-            if records.count == 200 { pumpAgain.insert(session) }
-        } while pumpAgain.contains(session)
-        if sentAny, let owner = owners[session], let connection = connections[owner] {
+            if records.count == 200 { update(session) { $0.pump.again() } }
+        } while update(session, { $0.pump.another() })
+        done = true
+        if sentAny, let owner = owner(of: session), let connection = connections[owner] {
             connection.send(.eventsFinished(sessionIdentifier: session))
         }
     }
@@ -80,34 +77,28 @@ extension Daemon {
     /// owns it, respecting the launch backoff. One check per session at a time (a call
     /// during one makes it look again), so two triggers cannot launch twice.
     func launchIfNeeded(_ session: String) async {
-        guard !launchChecking.contains(session) else {
-            launchCheckAgain.insert(session)
-            return
-        }
-        launchChecking.insert(session)
-        defer { launchChecking.remove(session) }
+        guard update(session, { $0.launchCheck.begin() }) else { return }
         repeat {
-            launchCheckAgain.remove(session)
             await launchCheck(session)
-        } while launchCheckAgain.contains(session)
+        } while update(session, { $0.launchCheck.another() })
     }
 
     private func launchCheck(_ session: String) async {
-        guard owners[session] == nil, !isStopping else { return }
-        let state = launches[session] ?? LaunchState()
+        guard owner(of: session) == nil, !isStopping else { return }
+        let state = sessions[session]?.launch ?? LaunchState()
         if let allowed = state.backoff.nextAllowedLaunch(), clock.now < allowed {
             return  // a launch is pending or backing off; its timer looks again
         }
         guard let record = try? await store.session(session),
             let count = try? await store.undeliveredEvents(in: session, limit: 1).count, count > 0,
-            owners[session] == nil
+            owner(of: session) == nil
         else { return }
         let app = record.appBundleIdentifier
         if app.hasPrefix("unregistered.") {
             logger.debug("events wait for an unregistered client; nothing to launch", metadata: ["session": "\(session)"])
             return
         }
-        var next = launches[session] ?? LaunchState()
+        var next = sessions[session]?.launch ?? LaunchState()
         next.backoff.recordLaunch(at: clock.now)
         next.timer?.cancel()
         let attempt = next.backoff.launchesWithoutConnecting
@@ -118,7 +109,7 @@ extension Daemon {
             guard !Task.isCancelled else { return }
             await self.launchIfNeeded(session)
         }
-        launches[session] = next
+        update(session) { $0.launch = next }
         logger.notice("launching app for session events", metadata: ["session": "\(session)", "app": "\(app)", "attempt": "\(attempt)"])
         do {
             try await launcher.launch(appBundleIdentifier: app, sessionIdentifier: session)

@@ -11,7 +11,7 @@ extension Daemon {
         case .attach(let attach):
             return .attached(try await attachSession(attach, from: connection))
         case .listSessions:
-            return .sessions(try await store.sessionSummaries().map { $0.info(isOwned: owners[$0.session.identifier] != nil) })
+            return .sessions(try await store.sessionSummaries().map { $0.info(isOwned: owner(of: $0.session.identifier) != nil) })
         case .listTasks(let list):
             guard try await store.session(list.sessionIdentifier) != nil else { throw unknownSession(list.sessionIdentifier) }
             return .tasks(try await taskPage(list.sessionIdentifier, after: list.afterTaskIdentifier ?? 0, limit: list.limit))
@@ -44,8 +44,10 @@ extension Daemon {
             for file in handedOver { try? FileManager.default.removeItem(at: file) }
             if try await store.undeliveredEvents(in: ack.sessionIdentifier, limit: 1).isEmpty {
                 // Everything delivered: the launch backoff starts afresh next time.
-                launches[ack.sessionIdentifier]?.timer?.cancel()
-                launches[ack.sessionIdentifier] = nil
+                update(ack.sessionIdentifier) { presence in
+                    presence.launch?.timer?.cancel()
+                    presence.launch = nil
+                }
             }
             logger.debug("acknowledged", metadata: ["session": "\(ack.sessionIdentifier)", "upTo": "\(ack.upToSequence)", "removed": "\(removed)"])
             return .acknowledged(ack)
@@ -60,11 +62,11 @@ extension Daemon {
     /// `invalidated`, the shutdown after `stopping`.
     func afterReply(_ request: FerryProtocol.Request, from connection: ClientConnection) async {
         switch request {
-        case .attach(let attach) where attach.owner && owners[attach.sessionIdentifier] == connection.id:
-            delivered[attach.sessionIdentifier] = 0
+        case .attach(let attach) where attach.owner && owner(of: attach.sessionIdentifier) == connection.id:
+            update(attach.sessionIdentifier) { $0.ownerAttached() }
             await pumpEvents(attach.sessionIdentifier)
         case .invalidate(let invalidate):
-            release(invalidate.sessionIdentifier)
+            await release(invalidate.sessionIdentifier)
             connection.logger.info("session invalidated", metadata: ["session": "\(invalidate.sessionIdentifier)"])
         case .stop:
             connection.logger.notice("stop requested")
@@ -120,17 +122,15 @@ extension Daemon {
             throw FerryProtocolError(.notInAppGroup, "session \(session) lives in app group \(group), which \(app.bundleIdentifier ?? "this process") is not in")
         }
         if attach.owner {
-            if let owner = owners[session], owner != connection.id {
-                let pid = connections[owner]?.peer.pid
+            // Taken before the first await, so a second owner racing this one is refused.
+            guard update(session, { $0.take(by: connection.id) }) else {
+                let pid = owner(of: session).flatMap { connections[$0]?.peer.pid }
                 throw FerryProtocolError(
                     .backgroundSessionInUseByAnotherProcess,
                     "session \(session) is owned by another process\(pid.map { " (pid \($0))" } ?? "")")
             }
-            // Taken before the first await, so a second owner racing this one is refused.
-            owners[session] = connection.id
-            watchers[session]?.remove(connection.id)
-        } else if owners[session] != connection.id {
-            watchers[session, default: []].insert(connection.id)
+        } else {
+            update(session) { $0.watch(by: connection.id) }
         }
         do {
             let bundle = app.containingApp ?? app.bundleIdentifier ?? "unregistered.\(connection.hello.map { FerryPaths.fileName($0.clientName) } ?? "client")"
@@ -147,7 +147,7 @@ extension Daemon {
             }
             return Attached(sessionIdentifier: session, owner: attach.owner, tasks: page.tasks, nextAfterTaskIdentifier: page.nextAfterTaskIdentifier)
         } catch {
-            if attach.owner, owners[session] == connection.id { owners[session] = nil }
+            if attach.owner, owner(of: session) == connection.id { update(session) { $0.release() } }
             throw error
         }
     }
@@ -351,7 +351,7 @@ extension Daemon {
         return DaemonStatus(
             daemonVersion: configuration.daemonVersion, pid: getpid(), startedAt: startedAt,
             socketPath: configuration.socketURL.path, storePath: configuration.storeURL.path,
-            sessionCount: sessions.count, connectionCount: connections.count, ownedSessionCount: owners.count,
+            sessionCount: sessions.count, connectionCount: connections.count, ownedSessionCount: self.sessions.values.filter { $0.owner != nil }.count,
             waitingTaskCount: counts[.waiting] ?? 0, runningTaskCount: counts[.running] ?? 0,
             suspendedTaskCount: counts[.suspended] ?? 0,
             undeliveredEventCount: sessions.reduce(0) { $0 + $1.undeliveredEventCount })

@@ -31,15 +31,8 @@ public actor Daemon {
 
     // Connections and sessions (memory only: a restart drops every connection anyway).
     var connections: [UInt64: ClientConnection] = [:]
-    var owners: [String: UInt64] = [:]
-    var watchers: [String: Set<UInt64>] = [:]
-    /// The last event sequence sent to the session's current owner.
-    var delivered: [String: Int64] = [:]
-    var pumping: Set<String> = []
-    var pumpAgain: Set<String> = []
-    var launches: [String: LaunchState] = [:]
-    var launchChecking: Set<String> = []
-    var launchCheckAgain: Set<String> = []
+    /// Each session's owner, watchers, delivery and launch state (entries go when idle).
+    var sessions: [String: SessionPresence] = [:]
 
     // Scheduling.
     var running: [TaskKey: RunningTask] = [:]
@@ -123,23 +116,29 @@ public actor Daemon {
     /// A disconnect (close, crash) frees every session the connection owned.
     func disconnected(_ connection: ClientConnection) async {
         connections[connection.id] = nil
-        for (session, owner) in owners where owner == connection.id {
-            release(session)
+        for session in Array(sessions.keys) where update(session, { $0.disconnect(connection.id) }) {
             connection.logger.info("session released", metadata: ["session": "\(session)"])
-        }
-        for session in Array(watchers.keys) {
-            watchers[session]?.remove(connection.id)
-            if watchers[session]?.isEmpty == true { watchers[session] = nil }
+            await eventsStored(in: session)  // events stored from now on need a launched app
         }
         connection.logger.debug("disconnected")
     }
 
-    func release(_ session: String) {
-        owners[session] = nil
-        delivered[session] = nil
-        // Events stored from now on need a launched app.
-        Task { await self.eventsStored(in: session) }
+    /// The owner let the session go: events now wait for a launch.
+    func release(_ session: String) async {
+        update(session) { $0.release() }
+        await eventsStored(in: session)
     }
+
+    /// Changes one session's presence; an entry with nothing left to keep is dropped.
+    @discardableResult
+    func update<Result>(_ session: String, _ change: (inout SessionPresence) -> Result) -> Result {
+        var presence = sessions[session] ?? SessionPresence()
+        let result = change(&presence)
+        sessions[session] = presence.isIdle ? nil : presence
+        return result
+    }
+
+    func owner(of session: String) -> UInt64? { sessions[session]?.owner }
 
     // MARK: Requests
 
@@ -170,7 +169,7 @@ public actor Daemon {
             do {
                 let request = FerryProtocol.Request.submit(submission)
                 try request.validate()
-                guard owners[submission.sessionIdentifier] == connection.id else {
+                guard owner(of: submission.sessionIdentifier) == connection.id else {
                     throw FerryProtocolError(.notOwner, "this connection does not own session \(submission.sessionIdentifier): attach with owner: true first")
                 }
                 prepared.append((id, try await prepare(submission)))
@@ -199,7 +198,7 @@ public actor Daemon {
         if let session = request.sessionIdentifier { logger[metadataKey: "session"] = "\(session)" }
         do {
             try request.validate()
-            if request.requiresOwner, let session = request.sessionIdentifier, owners[session] != connection.id {
+            if request.requiresOwner, let session = request.sessionIdentifier, owner(of: session) != connection.id {
                 throw FerryProtocolError(
                     .notOwner, "this connection does not own session \(session): attach with owner: true first")
             }
@@ -236,9 +235,7 @@ public actor Daemon {
     /// client whose socket is full: the next report carries the totals).
     func broadcast(_ progress: TaskProgress) {
         let session = progress.sessionIdentifier
-        var targets = watchers[session] ?? []
-        if let owner = owners[session] { targets.insert(owner) }
-        for id in targets {
+        for id in sessions[session]?.progressTargets ?? [] {
             connections[id]?.send(.progress(progress), droppable: true)
         }
     }
