@@ -119,13 +119,7 @@ final class ConnectionHandler: ChannelInboundHandler, Sendable {
         // Requests of one connection are served in order: an acknowledge sent after an
         // attach is handled after it. Those of one read come as a batch (submissions in it
         // share a transaction).
-        Task { [daemon, connection] in
-            await daemon.connected(connection)
-            for await batch in stream {
-                await daemon.handle(batch: batch, from: connection)
-            }
-            await daemon.disconnected(connection)
-        }
+        daemon.schedule(.serve(connection, stream))
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

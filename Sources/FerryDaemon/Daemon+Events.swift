@@ -14,7 +14,8 @@ import Logging
 /// in a loop either.
 struct LaunchState: Sendable {
     var backoff = LaunchBackoff(base: .seconds(10), cap: .seconds(3600))
-    var timer: Task<Void, Never>?
+    /// The timer job that looks again (`DaemonJob.launchTimer`).
+    var timer: StopControl?
 
     static func delay(afterAttempts attempts: Int) -> TimeInterval {
         var backoff = LaunchBackoff(base: .seconds(10), cap: .seconds(3600))
@@ -100,15 +101,13 @@ extension Daemon {
         }
         var next = sessions[session]?.launch ?? LaunchState()
         next.backoff.recordLaunch(at: clock.now)
-        next.timer?.cancel()
+        next.timer?.stop()
         let attempt = next.backoff.launchesWithoutConnecting
         let wait = max(configuration.launchConnectTimeout, next.backoff.nextAllowedLaunch()?.timeIntervalSince(clock.now) ?? 0)
         let deadline = clock.now.addingTimeInterval(wait)
-        next.timer = Task { [clock] in
-            try? await clock.sleep(until: deadline)
-            guard !Task.isCancelled else { return }
-            await self.launchIfNeeded(session)
-        }
+        let timer = StopControl()
+        next.timer = timer
+        schedule(.launchTimer(session: session, deadline: deadline, timer))
         update(session) { $0.launch = next }
         logger.notice("launching app for session events", metadata: ["session": "\(session)", "app": "\(app)", "attempt": "\(attempt)"])
         do {

@@ -45,7 +45,7 @@ extension Daemon {
             if try await store.undeliveredEvents(in: ack.sessionIdentifier, limit: 1).isEmpty {
                 // Everything delivered: the launch backoff starts afresh next time.
                 update(ack.sessionIdentifier) { presence in
-                    presence.launch?.timer?.cancel()
+                    presence.launch?.timer?.stop()
                     presence.launch = nil
                 }
             }
@@ -70,11 +70,7 @@ extension Daemon {
             connection.logger.info("session invalidated", metadata: ["session": "\(invalidate.sessionIdentifier)"])
         case .stop:
             connection.logger.notice("stop requested")
-            let handler = stopHandler
-            Task {
-                await self.shutdown()
-                handler?()
-            }
+            schedule(.stop)
         default:
             break
         }
@@ -305,12 +301,7 @@ extension Daemon {
             let session = try? await store.session(record.sessionIdentifier),
             let transfer = try? await makeTransfer(record, session: session, deadline: clock.now.addingTimeInterval(30))
         else { return }
-        let engine = self.engine
-        let logger = self.logger
-        Task {
-            await engine.discardUpload(of: transfer)
-            logger.debug("upload resource given up", metadata: ["session": "\(record.sessionIdentifier)", "task": "\(record.taskIdentifier)"])
-        }
+        schedule(.discardUpload(transfer, session: record.sessionIdentifier, task: record.taskIdentifier))
     }
 
     /// An upload body the library wrote from `Data` into the session's container is Ferry's

@@ -10,11 +10,11 @@ enum StopReason: Sendable {
     case suspend, cancel, shutdown
 }
 
-/// A task holding a slot: its host (for the per-host limit) and the work running it.
+/// A task holding a slot: its host (for the per-host limit) and the control of its attempt.
 struct RunningTask: Sendable {
     var session: String
     var host: String
-    var work: Task<Void, Never>?
+    var attempt = StopControl()
     var stop: StopReason?
 }
 
@@ -86,8 +86,9 @@ extension Daemon {
                     message: "the session already runs \(limit) tasks against \(host) (httpMaximumConnectionsPerHost)")
                 continue
             }
-            running[key] = RunningTask(session: record.sessionIdentifier, host: host)
-            running[key]?.work = Task { await self.execute(record) }
+            let task = RunningTask(session: record.sessionIdentifier, host: host)
+            running[key] = task
+            schedule(.attempt(record, task.attempt))
         }
         blocked = held
         return !held.isEmpty
@@ -107,10 +108,10 @@ extension Daemon {
     /// Stops a running transfer for a control request or shutdown, and waits until it has
     /// let go (its progress and resume point are saved). The caller then sets the state.
     func interrupt(_ key: TaskKey, because reason: StopReason) async {
-        guard let work = running[key]?.work else { return }
+        guard let attempt = running[key]?.attempt else { return }
         running[key]?.stop = reason
-        work.cancel()
-        await work.value
+        attempt.stop()
+        await attempt.ended(clock: clock)
     }
 
     /// Runs one attempt of a task through the engine and stores what came of it.

@@ -16,7 +16,7 @@ import NIOCore
 /// let store = try FerryStore(path: configuration.storeURL.path)
 /// let daemon = try Daemon(configuration: configuration, store: store)
 /// let server = try await DaemonServer.bind(daemon: daemon, at: configuration.socketURL)
-/// await daemon.start()
+/// try await daemon.run()   // until a `stop` request or `requestStop()`
 /// ```
 public actor Daemon {
     public let configuration: DaemonConfiguration
@@ -39,7 +39,9 @@ public actor Daemon {
     /// Why runnable tasks were left waiting in the last scheduling pass (limits).
     var blocked: [TaskKey: WaitingReason] = [:]
     let wakeup = Wakeup()
-    var schedulerTask: Task<Void, Never>?
+    /// Jobs for `run()`'s task group (`schedule(_:)`), and where they are handed in.
+    let jobs: AsyncStream<DaemonJob>
+    let work: AsyncStream<DaemonJob>.Continuation
     var isStopping = false
     var stopHandler: (@Sendable () -> Void)?
 
@@ -67,17 +69,35 @@ public actor Daemon {
         // Every request is an attempt the scheduler counts and backs off from.
         engineConfiguration.resendsWhenClosedBeforeResponse = false
         self.engine = try TransferEngine(configuration: engineConfiguration, logger: logger)
+        (jobs, work) = AsyncStream.makeStream(of: DaemonJob.self)
     }
 
-    /// Requeues tasks a previous run left `running`, then starts scheduling and relaunches
-    /// apps whose sessions have undelivered events.
-    public func start(onStop: @escaping @Sendable () -> Void = {}) async throws {
+    /// ferryd's life: requeues tasks a previous run left `running`, relaunches apps whose
+    /// sessions have undelivered events, then schedules tasks and runs every job (attempts,
+    /// connections, launch timers, progress) as children of one task group until
+    /// ``shutdown()``. `onStop` is called when a client asked ferryd to stop.
+    ///
+    /// ```swift
+    /// try await daemon.run(onStop: { server.close() })   // returns once ferryd has stopped
+    /// ```
+    public func run(onStop: @escaping @Sendable () -> Void = {}) async throws {
         stopHandler = onStop
         let requeued = try await store.requeueInterruptedTasks(now: clock.now)
         if requeued > 0 { logger.notice("requeued interrupted tasks", metadata: ["count": "\(requeued)"]) }
-        schedulerTask = Task { await self.schedulerLoop() }
-        for session in try await store.sessionsWithUndeliveredEvents() {
-            await eventsStored(in: session)
+        await withDiscardingTaskGroup { group in
+            group.addTask { await self.schedulerLoop() }
+            group.addTask { await self.relaunchForUndeliveredEvents() }
+            for await job in jobs {
+                group.addTask { await self.perform(job) }
+            }
+        }
+    }
+
+    private func relaunchForUndeliveredEvents() async {
+        do {
+            for session in try await store.sessionsWithUndeliveredEvents() { await eventsStored(in: session) }
+        } catch {
+            logger.error("cannot read sessions with undelivered events", metadata: ["error": "\(error)"])
         }
     }
 
@@ -87,18 +107,18 @@ public actor Daemon {
         guard !isStopping else { return }
         isStopping = true
         logger.notice("ferryd stopping", metadata: ["running": "\(running.count)", "connections": "\(connections.count)"])
-        schedulerTask?.cancel()
-        wakeup.signal()
+        wakeup.signal()  // the scheduler loop sees `isStopping` and ends
         for key in Array(running.keys) {
             await interrupt(key, because: .shutdown)
             _ = try? await store.updateTask(session: key.session, task: key.task, now: clock.now) { record in
                 if record.state == .running { record.state = .waiting }
             }
         }
-        await schedulerTask?.value
         for connection in connections.values {
             connection.close(reason: "ferryd is stopping", goodbye: FerryProtocolError(.internalError, "ferryd is stopping; connect again to start it"))
         }
+        for presence in sessions.values { presence.launch?.timer?.stop() }
+        work.finish()  // `run()` ends once the jobs already handed in have
         try? await engine.shutdown()
     }
 

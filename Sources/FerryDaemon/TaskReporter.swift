@@ -108,16 +108,7 @@ final class TaskReporter: TransferObserver {
             return (live, persist, state.snapshot)
         }
         guard live || persist else { return }
-        let key = key
-        Task { [daemon] in
-            if live {
-                await daemon.broadcast(TaskProgress(
-                    sessionIdentifier: key.session, taskIdentifier: key.task, bytesSent: snapshot.bytesSent,
-                    bytesReceived: snapshot.bytesReceived, bytesExpectedToSend: snapshot.bytesExpectedToSend,
-                    bytesExpectedToReceive: snapshot.bytesExpectedToReceive))
-            }
-            if persist { await daemon.persistProgress(key, snapshot) }
-        }
+        daemon.schedule(.progress(key, snapshot, live: live, persist: persist))
     }
 }
 

@@ -78,16 +78,21 @@ struct DaemonService: Service {
     let server: DaemonServer
 
     func run() async throws {
-        let server = self.server
-        try await daemon.start(onStop: { Task { await server.close() } })
+        let (daemon, server) = (self.daemon, self.server)
         try await withGracefulShutdownHandler {
-            try await server.closeFuture()
-        } onGracefulShutdown: {
-            Task {
-                await daemon.shutdown()
-                await server.close()
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                // Returns once ferryd has stopped: a `stop` request, SIGTERM, or the socket gone.
+                group.addTask { try await daemon.run() }
+                group.addTask {
+                    try? await server.closeFuture()
+                    daemon.requestStop()
+                }
+                try await group.next()
+                await server.close()  // ends the watcher above
+                try await group.waitForAll()
             }
+        } onGracefulShutdown: {
+            daemon.requestStop()
         }
-        await daemon.shutdown()
     }
 }

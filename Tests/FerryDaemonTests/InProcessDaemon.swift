@@ -16,6 +16,8 @@ final class InProcessDaemon: Sendable {
     let server: DaemonServer
     let launcher: RecordingLauncher
     let stopped = NIOLockedValueBox(false)
+    /// `Daemon.run()`, which lasts until the daemon stops.
+    private let running: Task<Void, any Error>
     var socketPath: String { root.appendingPathComponent("run/ferryd.sock").path }
     var dataDirectory: URL { root.appendingPathComponent("data") }
 
@@ -33,7 +35,8 @@ final class InProcessDaemon: Sendable {
         daemon = try Daemon(configuration: configuration, store: store, clock: clock, apps: apps, launcher: launcher)
         server = try await DaemonServer.bind(daemon: daemon, socketURL: configuration.socketURL)
         let stopped = self.stopped
-        try await daemon.start(onStop: { stopped.withLockedValue { $0 = true } })
+        let daemon = self.daemon
+        running = Task { try await daemon.run(onStop: { stopped.withLockedValue { $0 = true } }) }
     }
 
     func client(_ name: String = "app") async throws -> RawClient {
@@ -42,6 +45,7 @@ final class InProcessDaemon: Sendable {
 
     func shutdown() async {
         await daemon.shutdown()
+        _ = await running.result
         await server.close()
         try? store.close()
         try? FileManager.default.removeItem(at: root)

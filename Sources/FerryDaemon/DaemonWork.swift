@@ -1,0 +1,93 @@
+import FerryEngine
+import FerryProtocol
+import FerryStore
+import Foundation
+
+/// Work ferryd does beside answering one request. Each job runs as a child of
+/// `Daemon.run()`'s task group, so nothing outlives the daemon and stopping waits for all of
+/// it: no unstructured tasks.
+enum DaemonJob: Sendable {
+    /// One attempt of a stored task; `control` stops it early (suspend, cancel, shutdown).
+    case attempt(TaskRecord, StopControl)
+    /// One client connection's requests, in order, until it closes.
+    case serve(ClientConnection, AsyncStream<[(id: UInt64, request: FerryProtocol.Request)]>)
+    /// A launched app that has not taken its events: look again at `deadline`, unless stopped.
+    case launchTimer(session: String, deadline: Date, StopControl)
+    /// A cancelled upload's resource, given up on the server (bounded; the reply did not wait).
+    case discardUpload(Transfer, session: String, task: Int)
+    /// A transfer's progress: live to the session's clients, and/or saved as its resume point.
+    case progress(TaskKey, TaskReporter.Snapshot, live: Bool, persist: Bool)
+    /// A client asked ferryd to stop.
+    case stop
+}
+
+/// Stops one job early and says when it has ended: the work's side `runs(_:)`, the
+/// controller's `stop()` then `ended()`.
+final class StopControl: Sendable {
+    private let stopRequested = Wakeup()
+    private let finished = Wakeup()
+
+    /// Runs `work` until it ends or `stop()` is called (then it is cancelled), then marks the
+    /// job ended.
+    func runs(_ work: @escaping @Sendable () async -> Void, clock: any DaemonClock) async {
+        await withTaskGroup(of: Void.self) { race in
+            race.addTask { await work() }
+            race.addTask { await self.stopRequested.wait(until: nil, clock: clock) }
+            await race.next()
+            race.cancelAll()
+        }
+        finished.signal()
+    }
+
+    func stop() { stopRequested.signal() }
+
+    /// Waits until the job has ended (after `stop()`, or on its own).
+    func ended(clock: any DaemonClock) async { await finished.wait(until: nil, clock: clock) }
+}
+
+extension Daemon {
+    /// Hands a job to `run()`; a job that comes after ferryd stopped is not run (a connection
+    /// is closed instead).
+    nonisolated func schedule(_ job: DaemonJob) {
+        if case .terminated = work.yield(job), case .serve(let connection, _) = job {
+            connection.close(reason: "ferryd is stopping", goodbye: FerryProtocolError(.internalError, "ferryd is stopping"))
+        }
+    }
+
+    /// Asks ferryd to stop, as a client's `stop` does (a signal handler calls this):
+    /// `run()` returns once it has.
+    public nonisolated func requestStop() {
+        schedule(.stop)
+    }
+
+    func perform(_ job: DaemonJob) async {
+        switch job {
+        case .attempt(let record, let control):
+            await control.runs({ await self.execute(record) }, clock: clock)
+        case .serve(let connection, let batches):
+            connected(connection)
+            for await batch in batches { await handle(batch: batch, from: connection) }
+            await disconnected(connection)
+        case .launchTimer(let session, let deadline, let control):
+            let clock = self.clock
+            await control.runs({
+                guard (try? await clock.sleep(until: deadline)) != nil else { return }
+                await self.launchIfNeeded(session)
+            }, clock: clock)
+        case .discardUpload(let transfer, let session, let task):
+            await engine.discardUpload(of: transfer)
+            logger.debug("upload resource given up", metadata: ["session": "\(session)", "task": "\(task)"])
+        case .progress(let key, let snapshot, let live, let persist):
+            if live {
+                broadcast(TaskProgress(
+                    sessionIdentifier: key.session, taskIdentifier: key.task, bytesSent: snapshot.bytesSent,
+                    bytesReceived: snapshot.bytesReceived, bytesExpectedToSend: snapshot.bytesExpectedToSend,
+                    bytesExpectedToReceive: snapshot.bytesExpectedToReceive))
+            }
+            if persist { await persistProgress(key, snapshot) }
+        case .stop:
+            await shutdown()
+            stopHandler?()
+        }
+    }
+}
