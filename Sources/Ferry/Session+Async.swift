@@ -1,3 +1,4 @@
+import FerryCore
 public import FerryEngine
 public import Foundation
 import AsyncAlgorithms
@@ -29,15 +30,19 @@ extension Session {
     where S.Element == [UInt8] {
         let body = UploadBody.stream(length: length) {
             AsyncThrowingStream { continuation in
-                let pump = Task {
-                    do {
-                        for try await chunk in stream { continuation.yield(chunk) }
-                        continuation.finish()
-                    } catch {
-                        continuation.finish(throwing: error)
+                let pump = StopControl()
+                let spawned = self.delegateQueue.spawn {
+                    await pump.runs {
+                        do {
+                            for try await chunk in stream { continuation.yield(chunk) }
+                            continuation.finish()
+                        } catch {
+                            continuation.finish(throwing: error)
+                        }
                     }
                 }
-                continuation.onTermination = { _ in pump.cancel() }
+                if !spawned { continuation.finish(throwing: FerryError(.cancelled, "the session was invalidated", url: request.url)) }
+                continuation.onTermination = { _ in pump.stop() }
             }
         }
         return try await runCollecting { handler in uploadTask(with: request, body: body, completionHandler: handler) }
@@ -63,7 +68,7 @@ extension Session {
         }
         let events = task.events
         task.resume()
-        let finisher = Task {
+        delegateQueue.spawn {
             await task.waitUntilCompleted()
             if let error = task.error { channel.fail(error) } else { channel.finish() }
         }
@@ -71,7 +76,7 @@ extension Session {
             for await event in events {
                 switch event {
                 case .response(let response):
-                    return (ResponseBytes(chunks: channel, task: task, finisher: finisher), response)
+                    return (ResponseBytes(chunks: channel, task: task), response)
                 case .completed(let error):
                     throw error ?? FerryError(.badServerResponse, "the task ended without a response", url: request.url)
                 default:
@@ -126,7 +131,6 @@ public struct ResponseBytes: AsyncSequence, Sendable {
     public typealias Element = UInt8
     let chunks: AsyncThrowingChannel<Data, any Error>
     let task: DataTask
-    let finisher: Task<Void, Never>
 
     public struct AsyncIterator: AsyncIteratorProtocol {
         var chunks: AsyncThrowingChannel<Data, any Error>.AsyncIterator

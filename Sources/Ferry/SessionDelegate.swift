@@ -59,18 +59,36 @@ extension SessionDelegate {
     public func sessionDidFinishEvents(forBackgroundSession session: Session) async {}
 }
 
-/// One serial queue per session: delegate callbacks run one after another, in the order
-/// they were enqueued, never two at once (the `delegateQueue` of URLSession).
+/// Everything a session runs, owned by one task group: its delegate queue (callbacks one
+/// after another, in the order they were enqueued, never two at once: the `delegateQueue` of
+/// URLSession) and, beside it, the work that runs concurrently (in-process transfers, the
+/// background event router, upload discards, stream pumps). The group's root is the
+/// session's one task: `resume()` and the other calls that start work are synchronous and
+/// have no task to be a child of. Invalidation ends it, once the work has.
 final class DelegateQueue: Sendable {
     typealias Job = @Sendable () async -> Void
     private let continuation: AsyncStream<Job>.Continuation
+    private let concurrent: AsyncStream<Job>.Continuation
 
     init() {
         let (stream, continuation) = AsyncStream<Job>.makeStream()
+        let (jobs, concurrent) = AsyncStream<Job>.makeStream()
         self.continuation = continuation
+        self.concurrent = concurrent
         Task {
-            for await job in stream { await job() }
+            await withDiscardingTaskGroup { group in
+                group.addTask { for await job in stream { await job() } }
+                for await job in jobs { group.addTask { await job() } }
+            }
         }
+    }
+
+    /// Runs `job` beside the delegate queue, as a child of the session's group. False when
+    /// the session is gone (the job does not run).
+    @discardableResult
+    func spawn(_ job: @escaping Job) -> Bool {
+        if case .terminated = concurrent.yield(job) { return false }
+        return true
     }
 
     func enqueue(_ job: @escaping Job) {
@@ -88,5 +106,9 @@ final class DelegateQueue: Sendable {
         return await job()
     }
 
-    func finish() { continuation.finish() }
+    /// No more callbacks or work: the group ends once what runs has.
+    func finish() {
+        continuation.finish()
+        concurrent.finish()
+    }
 }

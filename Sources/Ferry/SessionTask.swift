@@ -29,8 +29,8 @@ public class SessionTask: @unchecked Sendable {  // all mutable state is behind 
     struct Mutable {
         /// Where the task is in its life: every flag about it lives in this value.
         var lifecycle = TaskLifecycle()
-        /// The in-process runner's transfer run, while one is in progress.
-        var run: Task<Void, Never>?
+        /// Stops the in-process runner's transfer run, while one is in progress.
+        var run: StopControl?
         var currentRequest: Request?
         var response: Response?
         var error: FerryError?

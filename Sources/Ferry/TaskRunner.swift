@@ -1,3 +1,4 @@
+import FerryCore
 import FerryEngine
 import Foundation
 
@@ -37,8 +38,14 @@ struct InProcessRunner: TaskRunner {
     func reserveTaskIdentifier() -> Int? { nil }
 
     func start(_ task: SessionTask, generation: Int, isFirst: Bool) {
-        let run = Task { await self.run(task, generation: generation) }
-        task.lock.withLockedValue { $0.run = run }
+        let control = StopControl()
+        task.lock.withLockedValue { $0.run = control }
+        let spawned = task.session.delegateQueue.spawn {
+            await control.runs { await self.run(task, generation: generation) }
+        }
+        if !spawned {
+            task.finish(error: FerryError(.cancelled, "the session was invalidated", url: task.originalRequest.url), generation: generation)
+        }
     }
 
     private func run(_ task: SessionTask, generation: Int) async {
@@ -73,20 +80,20 @@ struct InProcessRunner: TaskRunner {
             defer { m.run = nil }
             return m.run
         }
-        run?.cancel()
+        run?.stop()
     }
 
     func cancel(_ task: SessionTask, _ action: TaskLifecycle.Action) {
         switch action {
         case .stop:
             // The run deletes the upload resource, if any, before completing.
-            task.lock.withLockedValue { $0.run }?.cancel()
+            task.lock.withLockedValue { $0.run }?.stop()
         case .completeCancelled:
             // Suspended, nothing running: give up the upload resource of an earlier run.
             if let point = task.lock.withLockedValue({ $0.uploadPoint }), var transfer = try? task.makeTransfer() {
                 transfer.resumeUpload = point
-                let engine = self.engine
-                Task { await engine.discardUpload(of: transfer) }
+                let (engine, resource) = (self.engine, transfer)
+                task.session.delegateQueue.spawn { await engine.discardUpload(of: resource) }
             }
             task.finish(error: FerryError(.cancelled, "the task was cancelled", url: task.originalRequest.url), generation: nil)
         default:

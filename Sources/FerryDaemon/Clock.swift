@@ -1,5 +1,5 @@
+import FerryCore
 public import Foundation
-import NIOConcurrencyHelpers
 
 /// Where ferryd gets the time, so that backoff, `Retry-After`, begin dates and relaunch
 /// delays can be tested with a clock that moves only when the test says so (the tests'
@@ -26,58 +26,21 @@ public struct SystemClock: DaemonClock {
     }
 }
 
-/// A wake-up call that is not lost: `signal()` before `wait()` makes the next wait return at
-/// once. The scheduler waits on it (new submission, a task finished) or on the clock.
+/// The scheduler's wake-up: a ``Signal`` (a new submission, a task finished) or the clock
+/// reaching the next begin date or retry time, whichever comes first.
 final class Wakeup: Sendable {
-    private struct State {
-        var pending = false
-        var waiter: CheckedContinuation<Void, Never>?
-    }
-    private let state = NIOLockedValueBox(State())
+    private let signalled = Signal()
 
-    func signal() {
-        let waiter: CheckedContinuation<Void, Never>? = state.withLockedValue { state in
-            if let waiter = state.waiter {
-                state.waiter = nil
-                return waiter
-            }
-            state.pending = true
-            return nil
-        }
-        waiter?.resume()
-    }
+    func signal() { signalled.signal() }
 
     /// Returns on a signal (or at once if one is pending), at `deadline` on `clock`, or when
     /// the calling task is cancelled.
     func wait(until deadline: Date?, clock: any DaemonClock) async {
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.signalled() }
+            group.addTask { await self.signalled.wait() }
             if let deadline { group.addTask { try? await clock.sleep(until: deadline) } }
             await group.next()
             group.cancelAll()
-        }
-    }
-
-    private func signalled() async {
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let resumeNow = state.withLockedValue { state -> Bool in
-                    if state.pending {
-                        state.pending = false
-                        return true
-                    }
-                    if Task.isCancelled { return true }
-                    state.waiter = continuation
-                    return false
-                }
-                if resumeNow { continuation.resume() }
-            }
-        } onCancel: {
-            let waiter = state.withLockedValue { state -> CheckedContinuation<Void, Never>? in
-                defer { state.waiter = nil }
-                return state.waiter
-            }
-            waiter?.resume()
         }
     }
 }

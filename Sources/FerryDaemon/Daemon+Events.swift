@@ -1,3 +1,4 @@
+import FerryCore
 import FerryApps
 import FerryProtocol
 import FerryStore

@@ -111,7 +111,7 @@ extension Daemon {
         guard let attempt = running[key]?.attempt else { return }
         running[key]?.stop = reason
         attempt.stop()
-        await attempt.ended(clock: clock)
+        await attempt.ended()
     }
 
     /// Runs one attempt of a task through the engine and stores what came of it.

@@ -1,3 +1,4 @@
+import FerryCore
 import FerryEngine
 import FerryProtocol
 import FerryStore
@@ -21,30 +22,6 @@ enum DaemonJob: Sendable {
     case stop
 }
 
-/// Stops one job early and says when it has ended: the work's side `runs(_:)`, the
-/// controller's `stop()` then `ended()`.
-final class StopControl: Sendable {
-    private let stopRequested = Wakeup()
-    private let finished = Wakeup()
-
-    /// Runs `work` until it ends or `stop()` is called (then it is cancelled), then marks the
-    /// job ended.
-    func runs(_ work: @escaping @Sendable () async -> Void, clock: any DaemonClock) async {
-        await withTaskGroup(of: Void.self) { race in
-            race.addTask { await work() }
-            race.addTask { await self.stopRequested.wait(until: nil, clock: clock) }
-            await race.next()
-            race.cancelAll()
-        }
-        finished.signal()
-    }
-
-    func stop() { stopRequested.signal() }
-
-    /// Waits until the job has ended (after `stop()`, or on its own).
-    func ended(clock: any DaemonClock) async { await finished.wait(until: nil, clock: clock) }
-}
-
 extension Daemon {
     /// Hands a job to `run()`; a job that comes after ferryd stopped is not run (a connection
     /// is closed instead).
@@ -63,17 +40,17 @@ extension Daemon {
     func perform(_ job: DaemonJob) async {
         switch job {
         case .attempt(let record, let control):
-            await control.runs({ await self.execute(record) }, clock: clock)
+            await control.runs { await self.execute(record) }
         case .serve(let connection, let batches):
             connected(connection)
             for await batch in batches { await handle(batch: batch, from: connection) }
             await disconnected(connection)
         case .launchTimer(let session, let deadline, let control):
             let clock = self.clock
-            await control.runs({
+            await control.runs {
                 guard (try? await clock.sleep(until: deadline)) != nil else { return }
                 await self.launchIfNeeded(session)
-            }, clock: clock)
+            }
         case .discardUpload(let transfer, let session, let task):
             await engine.discardUpload(of: transfer)
             logger.debug("upload resource given up", metadata: ["session": "\(session)", "task": "\(task)"])

@@ -41,7 +41,7 @@ extension Session {
         for info in tasks { adopt(mirror(of: info, link: link)) }
         guard let messages = link.pushedMessages else { return }
         let router = BackgroundEventRouter(session: self, link: link)
-        Task.detached { await router.run(messages) }
+        delegateQueue.spawn { await router.run(messages) }
     }
 
     /// A task object for one ferryd already has: same identifier and request, its state and
