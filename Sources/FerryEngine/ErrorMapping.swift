@@ -34,7 +34,7 @@ extension FerryError {
             case .redirectLimitReached, .redirectCycleDetected:
                 return FerryError(.httpTooManyRedirects, "too many redirects", url: url, underlying: error)
             default:
-                if "\(error)".contains("unsupportedScheme") {
+                if let scheme = url.scheme?.lowercased(), scheme != "http", scheme != "https" {
                     return FerryError(.unsupportedURL, "only http and https are supported", url: url, underlying: error)
                 }
                 return FerryError(.unknown, "the HTTP client failed: \(error)", url: url, underlying: error)
