@@ -65,7 +65,10 @@ struct Ferryd: AsyncParsableCommand {
         let service = DaemonService(daemon: daemon, server: server)
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
-                services: [.init(service: service)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+                // A `stop` request ends the service on purpose: the group shuts down and ferryd
+                // exits 0 (a supervisor's Restart=on-failure must not take it for a crash).
+                services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],
+                gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
         try? store.close()
         logger.notice("ferryd stopped")

@@ -102,6 +102,16 @@ final class FerrydProcess: @unchecked Sendable {  // used by one test at a time
         return process.terminationStatus
     }
 
+    /// Waits (≤ 20 s) for ferryd to exit on its own (after a `stop` request); its status.
+    func exitStatus() async throws -> Int32 {
+        guard let process else { return 0 }
+        try await poll(until: "ferryd to exit", timeout: .seconds(20), every: .milliseconds(50),
+                       observed: "its log:\n\(log.suffix(2000))") { !process.isRunning }
+        process.waitUntilExit()
+        self.process = nil
+        return process.terminationStatus
+    }
+
     var log: String { (try? String(contentsOf: logURL, encoding: .utf8)) ?? "" }
 
     func cleanUp() {

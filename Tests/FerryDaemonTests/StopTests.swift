@@ -1,0 +1,27 @@
+import FerryProtocol
+import FerryTestSupport
+import Foundation
+import Testing
+
+/// How ferryd ends: on purpose (a `stop` request, SIGTERM) it exits 0, so a supervisor's
+/// `Restart=on-failure` does not take it for a crash.
+@Suite("Stopping ferryd (real process)", .serialized)
+struct StopTests {
+    @Test("a stop request: ferryd answers, stops and exits with status 0")
+    func stopRequestExitsZero() async throws {
+        let ferryd = try await FerrydProcess.started()
+        defer { ferryd.cleanUp() }
+        let client = try await RawClient.connected(to: ferryd.socketPath, name: "cli")
+        guard case .stopping = try await client.request(.stop) else { throw TestFailure("stop was not answered with stopping") }
+        let status = try await ferryd.exitStatus()
+        #expect(status == 0, "ferryd's log:\n\(ferryd.log.suffix(1500))")
+    }
+
+    @Test("SIGTERM: ferryd stops and exits with status 0")
+    func sigtermExitsZero() async throws {
+        let ferryd = try await FerrydProcess.started()
+        defer { ferryd.cleanUp() }
+        let status = try await ferryd.terminate()
+        #expect(status == 0, "ferryd's log:\n\(ferryd.log.suffix(1500))")
+    }
+}
