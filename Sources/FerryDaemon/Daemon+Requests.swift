@@ -289,7 +289,7 @@ extension Daemon {
         await discardSpooledBody(of: updated)
         logger.info("task cancelled", metadata: ["session": "\(key.session)", "task": "\(key.task)", "resumeData": "\(resumeData != nil)"])
         wakeup.signal()
-        await eventsStored(in: key.session)
+        deliver(key.session)
         return CancelledWithResumeData(task: info(updated), resumeData: resumeData)
     }
 

@@ -23,7 +23,12 @@ extension Daemon {
     /// woken (a submission, a finished task, a resumed one).
     func schedulerLoop() async {
         var lastCleanup: Date?
-        while !Task.isCancelled, !isStopping {
+        // Until cancelled (the service's shutdown); once ferryd is stopping it starts nothing.
+        while !Task.isCancelled {
+            guard !isStopping else {
+                await wakeup.wait(until: nil, clock: clock)
+                continue
+            }
             if lastCleanup.map({ clock.now.timeIntervalSince($0) >= 3600 }) ?? true {
                 lastCleanup = clock.now
                 await forgetFinishedTasks()
@@ -249,7 +254,7 @@ extension Daemon {
         }
         await discardSpooledBody(of: completed)
         logger.info("task completed", metadata: ["status": "\(result.response.statusCode)", "requests": "\(result.requestCount)"])
-        await eventsStored(in: key.session)
+        deliver(key.session)
     }
 
     /// The rulebook's answer for a failed attempt (a retryable status decided it already):
@@ -313,7 +318,7 @@ extension Daemon {
             record.lastErrorMessage = message
         }
         await discardSpooledBody(of: failed)
-        await eventsStored(in: key.session)
+        deliver(key.session)
     }
 
     /// Saves how far a transfer got: bytes, and a download's resume point (validator and the

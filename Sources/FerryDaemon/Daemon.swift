@@ -1,3 +1,4 @@
+import FerryCore
 public import FerryEngine
 import FerryProtocol
 public import FerryStore
@@ -39,9 +40,14 @@ public actor Daemon {
     /// Why runnable tasks were left waiting in the last scheduling pass (limits).
     var blocked: [TaskKey: WaitingReason] = [:]
     let wakeup = Wakeup()
-    /// Jobs for `run()`'s task group (`schedule(_:)`), and where they are handed in.
+    /// Jobs for the work service's task group (`schedule(_:)`), and where they are handed in.
     let jobs: AsyncStream<DaemonJob>
     let work: AsyncStream<DaemonJob>.Continuation
+    /// Sessions whose stored events the delivery service pushes or launches an app for.
+    let deliveries: AsyncStream<String>
+    let deliveryQueue: AsyncStream<String>.Continuation
+    /// Signalled once `shutdown()` has finished (the listener then closes the socket).
+    let stoppedSignal = Signal()
     var isStopping = false
     var stopHandler: (@Sendable () -> Void)?
 
@@ -70,35 +76,48 @@ public actor Daemon {
         engineConfiguration.resendsWhenClosedBeforeResponse = false
         self.engine = try TransferEngine(configuration: engineConfiguration, logger: logger)
         (jobs, work) = AsyncStream.makeStream(of: DaemonJob.self)
+        (deliveries, deliveryQueue) = AsyncStream.makeStream(of: String.self)
     }
 
-    /// ferryd's life: requeues tasks a previous run left `running`, relaunches apps whose
-    /// sessions have undelivered events, then schedules tasks and runs every job (attempts,
-    /// connections, launch timers, progress) as children of one task group until
-    /// ``shutdown()``. `onStop` is called when a client asked ferryd to stop.
-    ///
-    /// ```swift
-    /// try await daemon.run(onStop: { server.close() })   // returns once ferryd has stopped
-    /// ```
-    public func run(onStop: @escaping @Sendable () -> Void = {}) async throws {
-        stopHandler = onStop
+    /// Requeues the tasks a previous run left `running` (the scheduler's first step).
+    func requeueInterruptedTasks() async throws {
         let requeued = try await store.requeueInterruptedTasks(now: clock.now)
         if requeued > 0 { logger.notice("requeued interrupted tasks", metadata: ["count": "\(requeued)"]) }
+    }
+
+    /// Runs every job handed in (`schedule(_:)`) as a child of one task group, until ferryd
+    /// stops and the jobs already handed in have ended.
+    func runJobs() async {
         await withDiscardingTaskGroup { group in
-            group.addTask { await self.schedulerLoop() }
-            group.addTask { await self.relaunchForUndeliveredEvents() }
             for await job in jobs {
                 group.addTask { await self.perform(job) }
             }
         }
     }
 
-    private func relaunchForUndeliveredEvents() async {
+    /// Delivers or launches for each session whose events were stored (`deliver(_:)`),
+    /// starting with those a previous run left undelivered.
+    func runDeliveries() async {
         do {
-            for session in try await store.sessionsWithUndeliveredEvents() { await eventsStored(in: session) }
+            for session in try await store.sessionsWithUndeliveredEvents() { deliver(session) }
         } catch {
             logger.error("cannot read sessions with undelivered events", metadata: ["error": "\(error)"])
         }
+        await withDiscardingTaskGroup { group in
+            for await session in deliveries {
+                group.addTask { await self.eventsStored(in: session) }
+            }
+        }
+    }
+
+    /// Events were stored for `session`: the delivery service pushes them or launches the app.
+    nonisolated func deliver(_ session: String) {
+        deliveryQueue.yield(session)
+    }
+
+    /// Returns once ``shutdown()`` has finished.
+    func stopped() async {
+        await stoppedSignal.wait()
     }
 
     /// Stops scheduling, interrupts running transfers (they keep their resume points and wait
@@ -118,8 +137,8 @@ public actor Daemon {
             connection.close(reason: "ferryd is stopping", goodbye: FerryProtocolError(.internalError, "ferryd is stopping; connect again to start it"))
         }
         for presence in sessions.values { presence.launch?.timer?.stop() }
-        work.finish()  // `run()` ends once the jobs already handed in have
         try? await engine.shutdown()
+        stoppedSignal.signal()
     }
 
     // MARK: Connections
@@ -138,7 +157,7 @@ public actor Daemon {
         connections[connection.id] = nil
         for session in Array(sessions.keys) where update(session, { $0.disconnect(connection.id) }) {
             connection.logger.info("session released", metadata: ["session": "\(session)"])
-            await eventsStored(in: session)  // events stored from now on need a launched app
+            deliver(session)  // events stored from now on need a launched app
         }
         connection.logger.debug("disconnected")
     }
@@ -146,7 +165,7 @@ public actor Daemon {
     /// The owner let the session go: events now wait for a launch.
     func release(_ session: String) async {
         update(session) { $0.release() }
-        await eventsStored(in: session)
+        deliver(session)
     }
 
     /// Changes one session's presence; an entry with nothing left to keep is dropped.

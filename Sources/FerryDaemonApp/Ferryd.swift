@@ -62,40 +62,16 @@ struct Ferryd: AsyncParsableCommand {
             launcher: RegistryLauncher(registry: registry, launcher: AppLauncher(paths: paths, logger: logger)),
             logger: logger)
         let server = try await DaemonServer.bind(daemon: daemon, socketURL: paths.socketURL, systemdSocket: systemdSocket)
-        let service = DaemonService(daemon: daemon, server: server)
+        // The daemon's services and the listener; whichever ends first (a `stop` request, the
+        // socket gone) shuts the others down, and ferryd exits 0: a supervisor's
+        // Restart=on-failure must not take an asked-for stop for a crash.
+        let services = daemon.services() + [ListenerService(daemon: daemon, server: server)]
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
-                // A `stop` request ends the service on purpose: the group shuts down and ferryd
-                // exits 0 (a supervisor's Restart=on-failure must not take it for a crash).
-                services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],
+                services: services.map { .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup) },
                 gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
         try? store.close()
         logger.notice("ferryd stopped")
-    }
-}
-
-/// Runs the daemon until SIGTERM/SIGINT or a `stop` request.
-struct DaemonService: Service {
-    let daemon: Daemon
-    let server: DaemonServer
-
-    func run() async throws {
-        let (daemon, server) = (self.daemon, self.server)
-        try await withGracefulShutdownHandler {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                // Returns once ferryd has stopped: a `stop` request, SIGTERM, or the socket gone.
-                group.addTask { try await daemon.run() }
-                group.addTask {
-                    try? await server.closeFuture()
-                    daemon.requestStop()
-                }
-                try await group.next()
-                await server.close()  // ends the watcher above
-                try await group.waitForAll()
-            }
-        } onGracefulShutdown: {
-            daemon.requestStop()
-        }
     }
 }
