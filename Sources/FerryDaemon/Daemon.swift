@@ -133,8 +133,22 @@ public actor Daemon {
                 if record.state == .running { record.state = .waiting }
             }
         }
-        for connection in connections.values {
+        let leaving = Array(connections.values)
+        for connection in leaving {
             connection.close(reason: "ferryd is stopping", goodbye: FerryProtocolError(.internalError, "ferryd is stopping; connect again to start it"))
+        }
+        // The last replies (`stopping` among them) and goodbyes reach the sockets before
+        // ferryd may exit: without this wait, `ferry daemon stop` lost its reply about once in
+        // six runs. Bounded, for a client whose socket is full.
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                await withTaskGroup(of: Void.self) { closes in
+                    for connection in leaving { closes.addTask { try? await connection.channel.closeFuture.get() } }
+                }
+            }
+            group.addTask { try? await Task.sleep(for: .seconds(2)) }
+            await group.next()
+            group.cancelAll()
         }
         for presence in sessions.values { presence.launch?.timer?.stop() }
         try? await engine.shutdown()

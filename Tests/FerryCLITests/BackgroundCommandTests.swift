@@ -59,6 +59,19 @@ struct BackgroundCommandTests {
         try await server.shutdown()
     }
 
+    @Test("daemon stop gets ferryd's answer every time: 'ferryd stopped', exit 0 (eight rounds of start and stop)")
+    func stopIsAnswered() async throws {
+        try await withFerry { ferry, server in
+            for round in 1...8 {
+                // Any command that needs ferryd starts it; then it is stopped again.
+                let upload = try await ferry.run(["download", server.baseURL + "/bytes/10"])
+                #expect(upload.status == 0, "round \(round): \(upload.stderr)")
+                let stop = try await ferry.run(["daemon", "stop"])
+                #expect(stop.status == 0 && stop.stdout.contains("ferryd stopped"), "round \(round): \(stop.stdout) \(stop.stderr)")
+            }
+        }
+    }
+
     @Test("daemon status says ferryd is not running (exit 7) and does not start it")
     func statusWithoutDaemon() async throws {
         try await withFerry { ferry, _ in
