@@ -2,8 +2,9 @@ public import FerryCore
 public import FerryEngine
 
 // The value types that an app uses with a `Session` (the engine's and the shared
-// vocabulary's), named through `import Ferry` alone. Only these: `TransferEngine`, `Transfer`, observers and sleepers are the engine's,
-// used by ferryd and the CLI, and not part of Ferry's API.
+// vocabulary's), named through `import Ferry` alone. Only these: `TransferEngine`,
+// `Transfer`, observers and sleepers are the engine's, used by ferryd and the CLI, and not
+// part of Ferry's API.
 
 /// What to send: URL, method, headers, a small body. See ``Session/dataTask(with:)-(Request)``.
 public typealias Request = FerryEngine.Request

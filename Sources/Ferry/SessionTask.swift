@@ -125,7 +125,7 @@ public class SessionTask: @unchecked Sendable {  // all mutable state is behind 
 
     /// Pauses the task. A download keeps what it has and continues from there on resume.
     public func suspend() {
-        if lock.withLockedValue({ $0.lifecycle.suspend() }) == .stop { session.runner.suspend(self) }
+        if case .stop = lock.withLockedValue({ $0.lifecycle.suspend() }) { session.runner.suspend(self) }
     }
 
     /// Cancels the task; it completes with ``FerryError/Code/cancelled``.
@@ -134,8 +134,17 @@ public class SessionTask: @unchecked Sendable {  // all mutable state is behind 
     }
 
     func cancel(producingResumeData: Bool) {
-        let action = lock.withLockedValue { $0.lifecycle.cancel(producingResumeData: producingResumeData) }
-        if action != .none { session.runner.cancel(self, action) }
+        switch lock.withLockedValue({ $0.lifecycle.cancel(producingResumeData: producingResumeData) }) {
+        case .stop: session.runner.cancel(self, running: true)
+        case .completeCancelled(wasStarted: true): session.runner.cancel(self, running: false)
+        case .completeCancelled(wasStarted: false): finish(error: cancellation(), generation: nil)  // it never ran anywhere
+        default: break
+        }
+    }
+
+    /// How a cancelled task completes (with a download's resume data, when produced).
+    func cancellation(resumeData: Data? = nil) -> FerryError {
+        FerryError(.cancelled, "the task was cancelled", url: originalRequest.url, resumeData: resumeData)
     }
 
     /// Waits until the task has completed (successfully or not).

@@ -23,7 +23,7 @@ struct TaskLifecycle {
         case completed
     }
 
-    enum Action: Equatable {
+    enum Action {
         case none
         /// Start a transfer run tagged `generation`; `isFirst`: the task never ran before (a
         /// background task is submitted to ferryd then, and told to go on afterwards).
@@ -35,17 +35,6 @@ struct TaskLifecycle {
         /// Report completion with a cancellation error; nothing is running. `wasStarted`: it
         /// ran before and was suspended (ferryd has it, or the server keeps its upload).
         case completeCancelled(wasStarted: Bool)
-
-        /// Two `fail` actions are equal when their runs and error codes are.
-        static func == (lhs: Action, rhs: Action) -> Bool {
-            switch (lhs, rhs) {
-            case (.none, .none), (.stop, .stop): true
-            case (.start(let a, let x), .start(let b, let y)): a == b && x == y
-            case (.fail(let a, let x), .fail(let b, let y)): a == b && x.code == y.code
-            case (.completeCancelled(let x), .completeCancelled(let y)): x == y
-            default: false
-            }
-        }
     }
 
     private(set) var state: State = .suspended

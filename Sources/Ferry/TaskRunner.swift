@@ -14,9 +14,10 @@ protocol TaskRunner: Sendable {
     func start(_ task: SessionTask, generation: Int, isFirst: Bool)
     /// The task was suspended while running: stop its transfer, keep what it has.
     func suspend(_ task: SessionTask)
-    /// The task was cancelled; `action` is the lifecycle's (`.stop` a run in progress, or
-    /// `.completeCancelled`). The runner completes it.
-    func cancel(_ task: SessionTask, _ action: TaskLifecycle.Action)
+    /// A task that has started was cancelled: `running`, a run is in progress (stop it);
+    /// otherwise it was suspended. The runner completes it (`SessionTask.cancellation`). A task
+    /// that never started is completed by the task itself.
+    func cancel(_ task: SessionTask, running: Bool)
     /// The session is being invalidated. Whether its tasks go on elsewhere (ferryd) or end
     /// here first.
     func invalidate(cancellingTasks: Bool) -> TaskRunnerInvalidation
@@ -83,22 +84,19 @@ struct InProcessRunner: TaskRunner {
         run?.stop()
     }
 
-    func cancel(_ task: SessionTask, _ action: TaskLifecycle.Action) {
-        switch action {
-        case .stop:
+    func cancel(_ task: SessionTask, running: Bool) {
+        guard !running else {
             // The run deletes the upload resource, if any, before completing.
             task.lock.withLockedValue { $0.run }?.stop()
-        case .completeCancelled:
-            // Suspended, nothing running: give up the upload resource of an earlier run.
-            if let point = task.lock.withLockedValue({ $0.uploadPoint }), var transfer = try? task.makeTransfer() {
-                transfer.resumeUpload = point
-                let (engine, resource) = (self.engine, transfer)
-                task.session.delegateQueue.spawn { await engine.discardUpload(of: resource) }
-            }
-            task.finish(error: FerryError(.cancelled, "the task was cancelled", url: task.originalRequest.url), generation: nil)
-        default:
-            break
+            return
         }
+        // Suspended, nothing running: give up the upload resource of an earlier run.
+        if let point = task.lock.withLockedValue({ $0.uploadPoint }), var transfer = try? task.makeTransfer() {
+            transfer.resumeUpload = point
+            let (engine, resource) = (self.engine, transfer)
+            task.session.delegateQueue.spawn { await engine.discardUpload(of: resource) }
+        }
+        task.finish(error: task.cancellation(), generation: nil)
     }
 
     func invalidate(cancellingTasks: Bool) -> TaskRunnerInvalidation { .tasksEndHere }
@@ -118,11 +116,8 @@ struct UnavailableRunner: TaskRunner {
         task.finish(error: error, generation: generation)
     }
     func suspend(_ task: SessionTask) {}
-    func cancel(_ task: SessionTask, _ action: TaskLifecycle.Action) {
-        if case .completeCancelled = action {
-            task.finish(error: FerryError(.cancelled, "the task was cancelled", url: task.originalRequest.url), generation: nil)
-        }
-    }
+    func cancel(_ task: SessionTask, running: Bool) {}  // its tasks complete when they start
+
     func invalidate(cancellingTasks: Bool) -> TaskRunnerInvalidation { .tasksEndHere }
     func shutdown() async {}
 }

@@ -58,17 +58,8 @@ struct BackgroundRunner: TaskRunner {
     }
 
     /// Cancels in ferryd, then completes here with `cancelled` (a `failed` event that follows
-    /// finds the task already completed and is only acknowledged). A task that never reached
-    /// ferryd completes here alone.
-    func cancel(_ task: SessionTask, _ action: TaskLifecycle.Action) {
-        let afterStop: Bool
-        switch action {
-        case .stop: afterStop = true
-        case .completeCancelled(wasStarted: true): afterStop = false
-        case .completeCancelled(wasStarted: false):
-            return task.finish(error: FerryError(.cancelled, "the task was cancelled", url: task.originalRequest.url), generation: nil)
-        default: return
-        }
+    /// finds the task already completed and is only acknowledged).
+    func cancel(_ task: SessionTask, running: Bool) {
         let reference = TaskReference(sessionIdentifier: link.sessionIdentifier, taskIdentifier: task.taskIdentifier)
         var produced: Data?
         do {
@@ -82,8 +73,7 @@ struct BackgroundRunner: TaskRunner {
                 "session": "\(link.sessionIdentifier)", "task": "\(task.taskIdentifier)", "error": "\(error.shortDescription)",
             ])
         }
-        let error = FerryError(.cancelled, "the task was cancelled", url: task.originalRequest.url, resumeData: produced)
-        task.finish(error: error, generation: afterStop ? task.currentGeneration : nil)
+        task.finish(error: task.cancellation(resumeData: produced), generation: running ? task.currentGeneration : nil)
     }
 
     func invalidate(cancellingTasks: Bool) -> TaskRunnerInvalidation {
