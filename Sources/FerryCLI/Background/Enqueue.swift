@@ -115,16 +115,6 @@ struct Enqueue {
         }
     }
 
-    static func headers(_ lines: [String]) throws -> HeaderFields {
-        HeaderFields(try lines.map { line in
-            guard let colon = line.firstIndex(of: ":"), colon != line.startIndex else {
-                throw ValidationError("a header is 'Name: value' (got one without a name or colon)")
-            }
-            return (String(line[..<colon]).trimmingCharacters(in: .whitespaces),
-                    String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces))
-        })
-    }
-
     static func absolute(_ path: String) -> String {
         let url = URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath, isDirectory: true))
         return url.standardizedFileURL.path
@@ -175,7 +165,7 @@ struct Upload: AsyncParsableCommand {
 
     func run() async throws {
         do {
-            let request = TaskRequest(url: try Check.url(url), method: method.uppercased(), headers: try Enqueue.headers(enqueue.header))
+            let request = TaskRequest(url: try Check.url(url), method: method.uppercased(), headers: try Check.headers(enqueue.header))
             let submission = TaskSubmission(
                 sessionIdentifier: options.session, kind: .upload, request: request, bodyFile: Enqueue.absolute(file),
                 idempotencyKey: enqueue.key, priority: enqueue.priority, earliestBeginDate: enqueue.beginDate)
@@ -220,7 +210,7 @@ struct Download: AsyncParsableCommand {
             // without --wait nobody moves this one, and it stays where we said it would be.
             let container = try DaemonAccess.paths().sessionFiles(options.session)
             let destination = container.appendingPathComponent("cli-downloads/\(UUID().uuidString.prefix(8))-\(name)").path
-            let request = TaskRequest(url: source, method: "GET", headers: try Enqueue.headers(enqueue.header))
+            let request = TaskRequest(url: source, method: "GET", headers: try Check.headers(enqueue.header))
             let submission = TaskSubmission(
                 sessionIdentifier: options.session, kind: .download, request: request, destination: destination,
                 idempotencyKey: enqueue.key, priority: enqueue.priority, earliestBeginDate: enqueue.beginDate)
