@@ -194,7 +194,7 @@ let package = Package(
         // the Linux words for Info.plist and entitlements. Foundation and swift-log only.
         .target(
             name: "FerryApps",
-            dependencies: ["FerrySystem", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["FerryCore", "FerrySystem", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
         // MARK: ShareKit (issue: ShareKit and `ferry share`)

@@ -1,3 +1,4 @@
+import FerryCore
 public import Foundation
 
 /// When the next launch of an app may happen, so a launch command that fails or never
@@ -69,10 +70,3 @@ public struct LaunchBackoff: Sendable, Equatable {
     }
 }
 
-extension Duration {
-    /// Seconds as a `TimeInterval` (attosecond precision lost below the nanosecond).
-    var timeInterval: TimeInterval {
-        let (seconds, attoseconds) = components
-        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
-    }
-}

@@ -83,10 +83,10 @@ public struct RetryPolicy: Sendable, Hashable, Codable {
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(maximumAttempts, forKey: .maximumAttempts)
-        try container.encode(Self.seconds(initialDelay), forKey: .initialDelay)
-        try container.encode(Self.seconds(maximumDelay), forKey: .maximumDelay)
+        try container.encode(initialDelay.timeInterval, forKey: .initialDelay)
+        try container.encode(maximumDelay.timeInterval, forKey: .maximumDelay)
         try container.encode(retryableStatuses.sorted(), forKey: .retryableStatuses)
-        try container.encode(Self.seconds(maximumRetryAfter), forKey: .maximumRetryAfter)
+        try container.encode(maximumRetryAfter.timeInterval, forKey: .maximumRetryAfter)
     }
 
     /// Refuses what cannot be a policy: fewer than one attempt, a negative or unbounded wait,
@@ -112,10 +112,6 @@ public struct RetryPolicy: Sendable, Hashable, Codable {
             throw DecodingError.dataCorruptedError(forKey: .retryableStatuses, in: container, debugDescription: "statuses are 100 to 599")
         }
         retryableStatuses = Set(statuses)
-    }
-
-    private static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 }
 

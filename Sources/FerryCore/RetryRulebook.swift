@@ -169,6 +169,6 @@ extension RetryPolicy {
 
     /// Whole seconds for messages ("Retry-After 2 s").
     static func wholeSeconds(_ duration: Duration) -> String {
-        "\(Int((Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18).rounded())) s"
+        "\(Int(duration.timeInterval.rounded())) s"
     }
 }

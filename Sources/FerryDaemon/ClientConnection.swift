@@ -75,6 +75,11 @@ final class ClientConnection: Sendable {
     }
 
     /// Sends `goodbye` (when given and the socket can still take it) and closes. Logs why.
+    /// Turned away: ferryd is stopping (a connection that arrives during the stop).
+    func closeBecauseStopping() {
+        close(reason: "ferryd is stopping", goodbye: FerryProtocolError(.internalError, "ferryd is stopping"))
+    }
+
     func close(reason: String, goodbye: FerryProtocolError?) {
         close(reason: reason, last: goodbye.map { DaemonMessage.goodbye($0) })
     }

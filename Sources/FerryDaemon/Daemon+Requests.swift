@@ -66,7 +66,7 @@ extension Daemon {
             update(attach.sessionIdentifier) { $0.ownerAttached() }
             await pumpEvents(attach.sessionIdentifier)
         case .invalidate(let invalidate):
-            await release(invalidate.sessionIdentifier)
+            release(invalidate.sessionIdentifier)
             connection.logger.info("session invalidated", metadata: ["session": "\(invalidate.sessionIdentifier)"])
         case .stop:
             connection.logger.notice("stop requested")

@@ -265,11 +265,12 @@ extension Daemon {
         let now = clock.now
         var retry = retry
         retry.request.resumes = retry.request.resumes || snapshot.uploadResource != nil
-        let decision = snapshot.retryHint?.decision ?? retry.decide(error.attemptOutcome(responseArrived: false, bodyDelivered: false), now: now)
+        let outcome = error.attemptOutcome(responseArrived: false, bodyDelivered: false)
+        let decision = snapshot.retryHint?.decision ?? retry.decide(outcome, now: now)
         let code = snapshot.retryHint.map { "http\($0.statusCode)" } ?? error.code.description
         switch decision {
         case .retryAfter(let delay, let wait, let reason), .resume(let delay, let wait, let reason):
-            let at = now.addingTimeInterval(Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)
+            let at = now.addingTimeInterval(delay.timeInterval)
             let message = snapshot.retryHint == nil ? error.message : reason
             try await store.scheduleRetry(session: key.session, task: key.task, errorCode: code, errorMessage: message, at: at, reason: wait, now: now)
             logger.info("attempt failed; retrying", metadata: ["error": "\(code)", "at": "\(at.iso8601)", "reason": "\(wait)"])
@@ -280,7 +281,7 @@ extension Daemon {
             try await fail(key, code: "timedOut", message: reason, resumeData: await currentResumeData(key))
         case .fail(let reason), .deliver(let reason):
             let message: String
-            if case .permanent = error.attemptOutcome(responseArrived: false, bodyDelivered: false) { message = error.message } else { message = "\(error.message); \(reason)" }
+            if case .permanent = outcome { message = error.message } else { message = "\(error.message); \(reason)" }
             logger.notice("task failed", metadata: ["error": "\(code)"])
             try await fail(key, code: code, message: message, resumeData: await currentResumeData(key))
         }

@@ -126,7 +126,7 @@ public actor Daemon {
         guard !isStopping else { return }
         isStopping = true
         logger.notice("ferryd stopping", metadata: ["running": "\(running.count)", "connections": "\(connections.count)"])
-        wakeup.signal()  // the scheduler loop sees `isStopping` and ends
+        wakeup.signal()  // the scheduler loop sees `isStopping` and starts nothing more
         for key in Array(running.keys) {
             await interrupt(key, because: .shutdown)
             _ = try? await store.updateTask(session: key.session, task: key.task, now: clock.now) { record in
@@ -159,7 +159,7 @@ public actor Daemon {
 
     func connected(_ connection: ClientConnection) {
         if isStopping {
-            connection.close(reason: "ferryd is stopping", goodbye: FerryProtocolError(.internalError, "ferryd is stopping"))
+            connection.closeBecauseStopping()
             return
         }
         connections[connection.id] = connection
@@ -177,7 +177,7 @@ public actor Daemon {
     }
 
     /// The owner let the session go: events now wait for a launch.
-    func release(_ session: String) async {
+    func release(_ session: String) {
         update(session) { $0.release() }
         deliver(session)
     }

@@ -27,7 +27,7 @@ extension Daemon {
     /// is closed instead).
     nonisolated func schedule(_ job: DaemonJob) {
         if case .terminated = work.yield(job), case .serve(let connection, _) = job {
-            connection.close(reason: "ferryd is stopping", goodbye: FerryProtocolError(.internalError, "ferryd is stopping"))
+            connection.closeBecauseStopping()
         }
     }
 
