@@ -9,6 +9,9 @@ import Glibc
 final class RawHTTP: @unchecked Sendable {  // used by one test task at a time
     private let fd: Int32
     private var pending: [UInt8] = []
+    /// A serial queue of its own: it runs on an overcommitting thread, whereas the global
+    /// concurrent queue shares its (CPU-sized) thread pool with Swift concurrency on Linux.
+    private let blockingCalls = DispatchQueue(label: "RawHTTP.blocking")
 
     init(port: Int, timeoutSeconds: Int = 30) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -40,11 +43,13 @@ final class RawHTTP: @unchecked Sendable {  // used by one test task at a time
         }
     }
 
-    /// Blocking socket calls run on a dispatch queue, never on the cooperative pool, which the
-    /// in-process server needs (this machine may have only two of its threads).
+    /// Blocking socket calls run on the connection's own queue, never on the cooperative pool,
+    /// which the in-process server needs (this machine may have only two of its threads). The
+    /// CI run of 2026-11-25 stalled every test for 30 s when two of these calls ran on
+    /// `DispatchQueue.global()` while the server waited for a thread.
     private func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
+            blockingCalls.async { continuation.resume(with: Result { try work() }) }
         }
     }
 
