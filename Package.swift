@@ -321,6 +321,7 @@ let package = Package(
                 "FerryCore",
                 "FerryDaemon",
                 "FerryDaemonApp",
+                "FerryDaemonClient",
                 "FerryApps",
                 "FerryProtocol",
                 "FerryStore",

@@ -8,7 +8,11 @@ Prints one line per figure: enqueue rate, restart time holding TASKS tasks, RSS 
 TASKS queued, completion-to-event latency (median, p99), and a large background download
 timed against `curl -o` run alternately (ratio curl time / ferryd time, median of RUNS).
 """
-import json, os, shutil, socket, statistics, struct, subprocess, sys, tempfile, time
+import os, shutil, statistics, subprocess, sys, tempfile, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ferry_wire
+from ferry_wire import receive, request, send
 
 ferryd, nginx_url, nginx_root, test_url = sys.argv[1:5]
 TASKS = int(os.environ.get("TASKS", "10000"))
@@ -21,41 +25,7 @@ sock_path = root + "/run/ferryd.sock"
 
 
 def connect():
-    s = socket.socket(socket.AF_UNIX)
-    s.connect(sock_path)
-    send(s, {"type": "hello", "protocolVersion": 1, "clientName": "ferryd-bench", "pid": os.getpid()})
-    assert receive(s)["type"] == "welcome"
-    return s
-
-
-def send(s, message):
-    data = json.dumps(message).encode()
-    s.sendall(struct.pack(">I", len(data)) + data)
-
-
-def read_exactly(s, n):
-    data = b""
-    while len(data) < n:
-        chunk = s.recv(n - len(data))
-        if not chunk:
-            raise EOFError("ferryd closed the connection")
-        data += chunk
-    return data
-
-
-def receive(s):
-    (n,) = struct.unpack(">I", read_exactly(s, 4))
-    return json.loads(read_exactly(s, n))
-
-
-def request(s, rid, req):
-    send(s, {"type": "request", "requestID": rid, "request": req})
-    while True:
-        m = receive(s)
-        if m.get("requestID") == rid:
-            if m["type"] != "reply":
-                raise RuntimeError(f"{req['type']} failed: {m}")
-            return m["reply"]
+    return ferry_wire.connect(sock_path, "ferryd-bench")
 
 
 def start():
@@ -74,10 +44,7 @@ def start():
 
 
 def rss_mib(p):
-    with open(f"/proc/{p.pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS"):
-                return int(line.split()[1]) / 1024
+    return ferry_wire.rss_mib(p.pid)
 
 
 def stop(p):

@@ -5,13 +5,14 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 
-/// One client on ferryd's socket: how to write to it, who it is, and the bound on what it
-/// may leave unread.
+/// One client on ferryd's socket: how to write to it, who it is, and the bounds on what it
+/// may send ahead and leave unread.
 ///
 /// Writes go through `send`, from any thread, in call order. A client that does not read
-/// cannot make ferryd buffer without end: when more than `maximumOutboundBytes` wait to be
-/// written, or the socket stays full for `stallTimeout`, the connection is closed with a
-/// logged reason (a live `progress` is simply dropped while the socket is full).
+/// cannot make ferryd buffer without end: its input is read only while its answers drain
+/// (``InboundFlow``), and when more than `maximumOutboundBytes` wait to be written, or the
+/// socket stays full for `stallTimeout`, the connection is closed with a logged reason (a
+/// live `progress` is simply dropped while the socket is full).
 final class ClientConnection: Sendable {
     let id: UInt64
     let peer: PeerCredentials
@@ -25,12 +26,17 @@ final class ClientConnection: Sendable {
         var hello: Hello?
     }
     private let outbound = NIOLockedValueBox(Outbound())
+    private let inbound: NIOLockedValueBox<InboundFlow>
 
-    init(id: UInt64, peer: PeerCredentials, channel: any Channel, maximumOutboundBytes: Int, logger: Logger) {
+    init(
+        id: UInt64, peer: PeerCredentials, channel: any Channel, maximumOutboundBytes: Int, maximumRequestsInFlight: Int,
+        logger: Logger
+    ) {
         self.id = id
         self.peer = peer
         self.channel = channel
         self.maximumOutboundBytes = maximumOutboundBytes
+        self.inbound = NIOLockedValueBox(InboundFlow(maximumInFlight: maximumRequestsInFlight))
         var logger = logger
         logger[metadataKey: "connection"] = "\(id)"
         logger[metadataKey: "peer-pid"] = "\(peer.pid)"
@@ -44,6 +50,19 @@ final class ClientConnection: Sendable {
     }
 
     var isClosing: Bool { outbound.withLockedValue { $0.closing } }
+
+    /// Requests read from this client and not answered yet.
+    var requestsInFlight: Int { inbound.withLockedValue { $0.inFlight } }
+
+    /// Changes the inbound flow; a read it releases is asked of the channel (from any thread).
+    func flow(_ change: (inout InboundFlow) -> InboundFlow.Action) -> InboundFlow.Action {
+        inbound.withLockedValue { change(&$0) }
+    }
+
+    /// `count` requests of this client were answered: reading may go on.
+    func served(_ count: Int) {
+        if flow({ $0.served(count) }) == .read { channel.read() }
+    }
 
     /// Queues `message`. Returns false when it was not sent (the connection is closing, or
     /// a droppable message met a full socket).
@@ -101,24 +120,35 @@ final class ClientConnection: Sendable {
 }
 
 /// Reads frames from one client: the handshake rules (``ConnectionStateMachine``), then its
-/// requests in order, one at a time, to the daemon.
-final class ConnectionHandler: ChannelInboundHandler, Sendable {
+/// requests in order, one at a time, to the daemon. It holds the socket's reads while the
+/// client is ahead (``InboundFlow``), closes a connection that says no hello within
+/// `handshakeTimeout`, and asks the daemon about one that stayed silent (`IdleStateHandler`).
+final class ConnectionHandler: ChannelDuplexHandler, Sendable {
     typealias InboundIn = ByteBuffer
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    struct Limits: Sendable {
+        var stallTimeout: TimeAmount
+        var handshakeTimeout: TimeAmount
+    }
 
     let connection: ClientConnection
     let daemon: Daemon
-    let stallTimeout: TimeAmount
+    let limits: Limits
     private let machine: NIOLockedValueBox<ConnectionStateMachine>
     private let requests: AsyncStream<[(id: UInt64, request: Request)]>.Continuation
     /// Requests decoded from one read, handed over together at `channelReadComplete`.
     private let arrived = NIOLockedValueBox<[(id: UInt64, request: Request)]>([])
     private let stallTimer = NIOLockedValueBox<Scheduled<Void>?>(nil)
+    private let handshakeTimer = NIOLockedValueBox<Scheduled<Void>?>(nil)
 
-    init(connection: ClientConnection, daemon: Daemon, daemonVersion: String, stallTimeout: TimeAmount) {
+    /// `refusing`: the answer to this connection's hello when ferryd cannot take it (`busy`).
+    init(connection: ClientConnection, daemon: Daemon, daemonVersion: String, limits: Limits, refusing: FerryProtocolError? = nil) {
         self.connection = connection
         self.daemon = daemon
-        self.stallTimeout = stallTimeout
-        self.machine = NIOLockedValueBox(ConnectionStateMachine(daemonVersion: daemonVersion))
+        self.limits = limits
+        self.machine = NIOLockedValueBox(ConnectionStateMachine(daemonVersion: daemonVersion, refusing: refusing))
         let (stream, continuation) = AsyncStream<[(id: UInt64, request: Request)]>.makeStream()
         self.requests = continuation
         // Requests of one connection are served in order: an acknowledge sent after an
@@ -127,13 +157,27 @@ final class ConnectionHandler: ChannelInboundHandler, Sendable {
         daemon.schedule(.serve(connection, stream))
     }
 
+    func handlerAdded(context: ChannelHandlerContext) {
+        let timer = context.eventLoop.scheduleTask(in: limits.handshakeTimeout) { [connection, machine, limits] in
+            guard machine.withLockedValue({ $0.peer == nil && !$0.isClosed }) else { return }
+            let seconds = limits.handshakeTimeout.nanoseconds / 1_000_000_000
+            connection.close(
+                reason: "no hello within \(seconds) s",
+                last: .refused(FerryProtocolError(.handshakeRequired, "no hello within \(seconds) s of connecting")))
+        }
+        handshakeTimer.withLockedValue { $0 = timer }
+    }
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let payload = unwrapInboundIn(data)
         let action: ConnectionStateMachine.Action
         do {
             let message = try MessageCoder().decode(ClientMessage.self, from: payload)
             action = machine.withLockedValue { $0.received(message) }
-            if case .hello(let hello) = message, case .reply = action { connection.hello = hello }
+            if case .hello(let hello) = message, case .reply = action {
+                connection.hello = hello
+                handshakeTimer.withLockedValue { $0?.cancel(); $0 = nil }
+            }
         } catch {
             action = machine.withLockedValue { $0.failed(error) }
         }
@@ -168,7 +212,21 @@ final class ConnectionHandler: ChannelInboundHandler, Sendable {
             defer { arrived = [] }
             return arrived
         }
-        if !batch.isEmpty { requests.yield(batch) }
+        guard !batch.isEmpty else { return }
+        _ = connection.flow { $0.arrived(batch.count); return .wait }
+        requests.yield(batch)
+    }
+
+    /// Reads only while the client is not ahead of its answers (``InboundFlow``).
+    func read(context: ChannelHandlerContext) {
+        if connection.flow({ $0.readRequested() }) == .read { context.read() }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let idle = event as? IdleStateHandler.IdleStateEvent, idle == .read {
+            daemon.schedule(.idleCheck(connection))
+        }
+        context.fireUserInboundEventTriggered(event)
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
@@ -182,21 +240,24 @@ final class ConnectionHandler: ChannelInboundHandler, Sendable {
     func channelInactive(context: ChannelHandlerContext) {
         flushArrived()
         stallTimer.withLockedValue { $0?.cancel() }
+        handshakeTimer.withLockedValue { $0?.cancel() }
         requests.finish()
         context.fireChannelInactive()
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if context.channel.isWritable {
+        let writable = context.channel.isWritable
+        if writable {
             stallTimer.withLockedValue { $0?.cancel(); $0 = nil }
         } else {
-            let timer = context.eventLoop.scheduleTask(in: stallTimeout) { [connection] in
+            let timer = context.eventLoop.scheduleTask(in: limits.stallTimeout) { [connection, limits] in
                 if !connection.channel.isWritable {
-                    connection.close(reason: "the client is not reading: its socket stayed full for \(self.stallTimeout)", goodbye: nil)
+                    connection.close(reason: "the client is not reading: its socket stayed full for \(limits.stallTimeout)", goodbye: nil)
                 }
             }
             stallTimer.withLockedValue { $0?.cancel(); $0 = timer }
         }
+        if connection.flow({ $0.writabilityChanged(writable) }) == .read { context.read() }
         context.fireChannelWritabilityChanged()
     }
 }

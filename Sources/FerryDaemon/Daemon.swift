@@ -49,6 +49,7 @@ public actor Daemon {
     /// Signalled once `shutdown()` has finished (the listener then closes the socket).
     let stoppedSignal = Signal()
     var isStopping = false
+    var heapTrim = HeapTrim()
     var stopHandler: (@Sendable () -> Void)?
 
     public init(
@@ -173,7 +174,19 @@ public actor Daemon {
             connection.logger.info("session released", metadata: ["session": "\(session)"])
             deliver(session)  // events stored from now on need a launched app
         }
+        if heapTrim.clientLeft() == .trimLater { schedule(.trimHeap) }
         connection.logger.debug("disconnected")
+    }
+
+    /// A silent connection is closed unless it owns or watches a session or waits for an
+    /// answer: an app waiting for events may stay quiet for days.
+    func closeIfIdle(_ connection: ClientConnection) {
+        let holdsSession = sessions.values.contains { $0.owner == connection.id || $0.watchers.contains(connection.id) }
+        guard !holdsSession, connection.requestsInFlight == 0 else { return }
+        let seconds = Int(configuration.idleTimeout)
+        connection.close(
+            reason: "idle for \(seconds) s without a session",
+            goodbye: FerryProtocolError(.idleTimeout, "no request for \(seconds) s and no session: reconnect when needed"))
     }
 
     /// The owner let the session go: events now wait for a launch.
@@ -246,6 +259,9 @@ public actor Daemon {
 
     /// Serves one request and answers it (`reply` or `failure`) on the connection.
     func handle(id: UInt64, _ request: FerryProtocol.Request, from connection: ClientConnection) async {
+        // A client that pipelined reads and left is owed nothing; what it asked to change is
+        // still done (an acknowledge sent just before exiting counts).
+        if request.onlyReads, !connection.channel.isActive { return }
         var logger = connection.logger
         logger[metadataKey: "request"] = "\(request.typeName)"
         if let session = request.sessionIdentifier { logger[metadataKey: "session"] = "\(session)" }

@@ -24,6 +24,19 @@ public struct DaemonConfiguration: Sendable {
     public var maximumOutboundBytes: Int = 8 << 20
     /// How long a client's socket may stay full before its connection is closed.
     public var stallTimeout: TimeInterval = 30
+    /// Requests one connection may have read and not yet answered; past it, ferryd stops
+    /// reading that connection until answers go out (the client's writes then block).
+    public var maximumRequestsInFlight: Int = 256
+    /// The largest frame a client may send, in bytes.
+    public var maximumFrameSize: Int = 1 << 20
+    /// Connections open at once. Only the user's own processes may connect, so this is the
+    /// limit per uid; one more is refused with `busy` (clients retry with backoff).
+    public var maximumConnections: Int = 256
+    /// A connection that sends no hello within this long is closed.
+    public var handshakeTimeout: TimeInterval = 5
+    /// A connection that owns and watches no session and has sent nothing for this long is
+    /// closed (with a `goodbye` saying so). Connections holding a session stay open.
+    public var idleTimeout: TimeInterval = 120
     /// The most response body a data or upload task keeps for its `data` events. More fails
     /// the task with `dataLengthExceedsMaximum` (use a download task for big bodies).
     public var maximumResponseBodySize: Int = 4 << 20

@@ -85,6 +85,9 @@ public final class DaemonServer: Sendable {
     private static func bootstrap(daemon: Daemon) -> ServerBootstrap {
         let configuration = daemon.configuration
         let logger = daemon.logger
+        let open = NIOLockedValueBox(0)  // connections of this listener now
+        let limits = ConnectionHandler.Limits(
+            stallTimeout: .interval(configuration.stallTimeout), handshakeTimeout: .interval(configuration.handshakeTimeout))
         return ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 128)
             .childChannelOption(.writeBufferWaterMark, value: .init(low: 256 << 10, high: 1 << 20))
@@ -94,16 +97,25 @@ public final class DaemonServer: Sendable {
                         logger.warning("refused a connection from another user", metadata: ["uid": "\(peer.uid)", "pid": "\(peer.pid)"])
                         return channel.close()
                     }
+                    let count = open.withLockedValue { $0 += 1; return $0 }
+                    channel.closeFuture.whenComplete { _ in open.withLockedValue { $0 -= 1 } }
                     let id = connectionIDs.withLockedValue { $0 += 1; return $0 }
                     let connection = ClientConnection(
-                        id: id, peer: peer, channel: channel, maximumOutboundBytes: configuration.maximumOutboundBytes, logger: logger)
+                        id: id, peer: peer, channel: channel, maximumOutboundBytes: configuration.maximumOutboundBytes,
+                        maximumRequestsInFlight: configuration.maximumRequestsInFlight, logger: logger)
+                    // One over the limit is answered `busy` once its hello is read (closing
+                    // before that would show the client a broken pipe, not the reason).
+                    let refusal = count > configuration.maximumConnections
+                        ? FerryProtocolError(.busy, "ferryd holds \(configuration.maximumConnections) connections, its limit: try again shortly")
+                        : nil
                     return channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.addHandlers([
-                            ByteToMessageHandler(FrameDecoder()),
+                            IdleStateHandler(readTimeout: .interval(configuration.idleTimeout)),
+                            ByteToMessageHandler(FrameDecoder(maximumFrameSize: configuration.maximumFrameSize)),
                             MessageToByteHandler(FrameEncoder()),
                             ConnectionHandler(
-                                connection: connection, daemon: daemon, daemonVersion: configuration.daemonVersion,
-                                stallTimeout: .milliseconds(Int64(configuration.stallTimeout * 1000))),
+                                connection: connection, daemon: daemon, daemonVersion: configuration.daemonVersion, limits: limits,
+                                refusing: refusal),
                         ])
                     }
                 }
@@ -119,5 +131,12 @@ public final class DaemonServer: Sendable {
     /// Completes when the listening socket closes.
     public func closeFuture() async throws {
         try await channel.closeFuture.get()
+    }
+}
+
+extension TimeAmount {
+    /// The configuration's seconds as NIO's time amount.
+    fileprivate static func interval(_ seconds: TimeInterval) -> TimeAmount {
+        .nanoseconds(Int64(seconds * 1_000_000_000))
     }
 }

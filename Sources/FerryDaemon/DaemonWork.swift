@@ -12,12 +12,16 @@ enum DaemonJob: Sendable {
     case attempt(TaskRecord, StopControl)
     /// One client connection's requests, in order, until it closes.
     case serve(ClientConnection, AsyncStream<[(id: UInt64, request: FerryProtocol.Request)]>)
+    /// A connection sent nothing for the idle time-out: closed unless it holds a session.
+    case idleCheck(ClientConnection)
     /// A launched app that has not taken its events: look again at `deadline`, unless stopped.
     case launchTimer(session: String, deadline: Date, StopControl)
     /// A cancelled upload's resource, given up on the server (bounded; the reply did not wait).
     case discardUpload(Transfer, session: String, task: Int)
     /// A transfer's progress: live to the session's clients, and/or saved as its resume point.
     case progress(TaskKey, TaskReporter.Snapshot, live: Bool, persist: Bool)
+    /// Freed heap goes back to the system a second after a burst of clients left (`HeapTrim`).
+    case trimHeap
     /// A client asked ferryd to stop.
     case stop
 }
@@ -43,8 +47,13 @@ extension Daemon {
             await control.runs { await self.execute(record) }
         case .serve(let connection, let batches):
             connected(connection)
-            for await batch in batches { await handle(batch: batch, from: connection) }
+            for await batch in batches {
+                await handle(batch: batch, from: connection)
+                connection.served(batch.count)
+            }
             await disconnected(connection)
+        case .idleCheck(let connection):
+            closeIfIdle(connection)
         case .launchTimer(let session, let deadline, let control):
             let clock = self.clock
             await control.runs {
@@ -62,6 +71,9 @@ extension Daemon {
                     bytesExpectedToReceive: snapshot.bytesExpectedToReceive))
             }
             if persist { await persistProgress(key, snapshot) }
+        case .trimHeap:
+            guard (try? await Task.sleep(for: HeapTrim.interval)) != nil else { return }
+            heapTrim.trailingTrim()
         case .stop:
             await shutdown()
             stopHandler?()

@@ -60,7 +60,7 @@ public final class DaemonConnection: Sendable {
         _ endpoint: DaemonEndpoint, clientName: String, logger: Logger = Logger(label: "ferry.daemon-client")
     ) throws(DaemonConnectionError) -> DaemonConnection {
         do {
-            return try wait(handshake(endpoint, clientName: clientName, logger: logger))
+            return try handshakeWhenFree(endpoint, clientName: clientName, logger: logger)
         } catch .unreachable(let first) where endpoint.startsDaemon {
             logger.info("ferryd is not running; starting it", metadata: ["socket": "\(endpoint.socketPath)"])
             try DaemonStarter(endpoint: endpoint, logger: logger).start()
@@ -72,12 +72,32 @@ public final class DaemonConnection: Sendable {
                 usleep(delay)
                 delay = min(delay * 2, 200_000)
                 do {
-                    return try wait(handshake(endpoint, clientName: clientName, logger: logger))
+                    return try handshakeWhenFree(endpoint, clientName: clientName, logger: logger)
                 } catch .unreachable(let reason) {
                     lastError = reason
                 }
             }
             throw .cannotStartDaemon("ferryd did not answer on \(endpoint.socketPath) within \(endpoint.startTimeout) (\(lastError)); see \(endpoint.daemonLogPath)")
+        }
+    }
+
+    /// The handshake, tried again with backoff (10 ms doubling to 500 ms) while ferryd is
+    /// busy: its listen backlog is full or it holds as many connections as it allows. Busy
+    /// past `endpoint.busyTimeout` is thrown as ``DaemonConnectionError/busy(_:)``.
+    private static func handshakeWhenFree(
+        _ endpoint: DaemonEndpoint, clientName: String, logger: Logger
+    ) throws(DaemonConnectionError) -> DaemonConnection {
+        var delay: UInt32 = 10_000
+        let deadline = ContinuousClock.now + endpoint.busyTimeout
+        while true {
+            do {
+                return try wait(handshake(endpoint, clientName: clientName, logger: logger))
+            } catch .busy(let why) {
+                guard ContinuousClock.now < deadline else { throw .busy("\(why) (for \(endpoint.busyTimeout))") }
+                logger.debug("ferryd is busy; trying again", metadata: ["why": "\(why)", "delay-ms": "\(delay / 1000)"])
+                usleep(delay)
+                delay = min(delay * 2, 500_000)
+            }
         }
     }
 
@@ -110,7 +130,14 @@ public final class DaemonConnection: Sendable {
                 }
             }
             .connect(unixDomainSocketPath: endpoint.socketPath)
-            .flatMapErrorThrowing { error in throw DaemonConnectionError.unreachable("\(error)") }
+            .flatMapErrorThrowing { error in
+                // A Unix socket whose listen backlog is full refuses with EAGAIN: ferryd is
+                // there, only busy.
+                if let error = error as? IOError, error.errnoCode == EAGAIN {
+                    throw DaemonConnectionError.busy("its listen backlog is full")
+                }
+                throw DaemonConnectionError.unreachable("\(error)")
+            }
             .flatMap { channel -> EventLoopFuture<DaemonConnection> in
                 let answer = state.expectHandshake(on: channel.eventLoop)
                 let timer = channel.eventLoop.scheduleTask(in: .seconds(5)) {
@@ -132,6 +159,7 @@ public final class DaemonConnection: Sendable {
                         channel.close(promise: nil)
                         switch error {
                         case let error as DaemonConnectionError: throw error
+                        case let error as FerryProtocolError where error.code == .busy: throw DaemonConnectionError.busy(error.message)
                         case let error as FerryProtocolError: throw DaemonConnectionError.refused(error)
                         default: throw DaemonConnectionError.connectionLost("during the handshake: \(error)")
                         }
@@ -203,6 +231,9 @@ public enum DaemonConnectionError: Error, Sendable, CustomStringConvertible {
     case unreachable(String)
     /// ferryd could not be found or started, or did not come up in time.
     case cannotStartDaemon(String)
+    /// ferryd is running but takes no more connections for now (full backlog, connection
+    /// limit), even after trying again for `DaemonEndpoint.busyTimeout`.
+    case busy(String)
     /// ferryd refused the handshake (e.g. `unsupportedVersion`) or sent something unreadable.
     case refused(FerryProtocolError)
     /// ferryd answered a request with an error (`backgroundSessionInUseByAnotherProcess`, …).
@@ -216,6 +247,7 @@ public enum DaemonConnectionError: Error, Sendable, CustomStringConvertible {
         switch self {
         case .unreachable(let why): "ferryd is not reachable: \(why)"
         case .cannotStartDaemon(let why): "cannot start ferryd: \(why)"
+        case .busy(let why): "ferryd is busy: \(why)"
         case .refused(let error): "ferryd refused the connection: \(error.code.rawValue): \(error.message)"
         case .failure(let error): "\(error.code.rawValue): \(error.message)"
         case .connectionLost(let why): "the connection to ferryd was lost: \(why)"

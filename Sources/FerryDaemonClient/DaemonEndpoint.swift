@@ -21,6 +21,8 @@ public struct DaemonEndpoint: Sendable {
     public var daemonEnvironment: [String: String] = [:]
     /// How long to wait for a freshly started ferryd to answer.
     public var startTimeout: Duration = .seconds(10)
+    /// How long to keep trying while ferryd is busy (its backlog or connection limit full).
+    public var busyTimeout: Duration = .seconds(10)
 
     public init(socketPath: String, daemonLogPath: String, startsDaemon: Bool = true, daemonExecutable: String? = nil) {
         self.socketPath = socketPath

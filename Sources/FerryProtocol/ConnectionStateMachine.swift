@@ -2,7 +2,8 @@
 /// once, then requests. It owns no socket; each input returns the action to take.
 ///
 /// Valid transitions:
-/// - `awaitingHello` → `established` (an acceptable hello) | `closed` (anything else)
+/// - `awaitingHello` → `established` (an acceptable hello) | `closed` (anything else, or any
+///   hello when the connection is `refusing`: the daemon is busy)
 /// - `established` → `established` (a request) | `closed` (a second hello, a bad frame)
 /// - `closed` → `closed`
 ///
@@ -37,10 +38,14 @@ public struct ConnectionStateMachine: Sendable {
     private var state: State = .awaitingHello
     let daemonVersion: String
     let supported: ClosedRange<Int>
+    /// The answer to the hello when the daemon cannot take this connection (`busy`): sent
+    /// after the hello was read, so the client reads it instead of a broken pipe.
+    let refusing: FerryProtocolError?
 
-    public init(daemonVersion: String, supported: ClosedRange<Int> = ProtocolVersion.supported) {
+    public init(daemonVersion: String, supported: ClosedRange<Int> = ProtocolVersion.supported, refusing: FerryProtocolError? = nil) {
         self.daemonVersion = daemonVersion
         self.supported = supported
+        self.refusing = refusing
     }
 
     /// The client's hello and the version agreed, once the handshake succeeded.
@@ -57,6 +62,10 @@ public struct ConnectionStateMachine: Sendable {
         case (.closed, _):
             return .ignore
         case (.awaitingHello, .hello(let hello)):
+            if let refusing {
+                state = .closed
+                return .close(.refused(refusing))
+            }
             let answer = ProtocolVersion.answer(to: hello, daemonVersion: daemonVersion, supported: supported)
             guard case .welcome(let welcome) = answer else {
                 state = .closed

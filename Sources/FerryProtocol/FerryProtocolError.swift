@@ -55,6 +55,11 @@ public struct FerryProtocolError: Error, Hashable, Sendable, Codable, CustomStri
         public static let notInAppGroup = Code(rawValue: "notInAppGroup")
         /// The task cannot do that in its state (resume a completed task…).
         public static let invalidTaskState = Code(rawValue: "invalidTaskState")
+        /// ferryd holds as many connections as it allows: try again shortly (clients do,
+        /// with backoff).
+        public static let busy = Code(rawValue: "busy")
+        /// The connection sent nothing for ferryd's idle time-out and holds no session.
+        public static let idleTimeout = Code(rawValue: "idleTimeout")
         /// The daemon failed on its side (its store, a file); the message says what.
         public static let internalError = Code(rawValue: "internalError")
     }

@@ -65,6 +65,15 @@ public enum Request: Hashable, Sendable {
         }
     }
 
+    /// Whether the request only reads: its answer is all it does (ferryd skips it when the
+    /// client has already gone).
+    public var onlyReads: Bool {
+        switch self {
+        case .listSessions, .listTasks, .status: true
+        default: false
+        }
+    }
+
     enum Tag: String, TypeTag {
         case attach, listSessions, listTasks, reserveTaskIdentifier, submit, suspend, resume, cancel
         case cancelProducingResumeData, invalidate, acknowledge, status, stop

@@ -151,6 +151,31 @@ final class RawClient: @unchecked Sendable {  // one test drives it at a time; t
         return (false, messages)
     }
 
+    /// Writes `frame` again and again without reading, until the socket takes no more for
+    /// `blockedFor` seconds or `limit` frames went out. Returns the whole frames written and
+    /// whether the writes blocked.
+    func sendWithoutReading(_ frame: [UInt8], limit: Int, blockedFor: Double) async throws -> (frames: Int, blocked: Bool) {
+        let fd = fd
+        return try await onQueue {
+            var bytes = 0
+            var offset = 0
+            while bytes / frame.count < limit {
+                let n = frame[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) }
+                if n > 0 {
+                    bytes += n
+                    offset = (offset + n) % frame.count
+                    continue
+                }
+                guard errno == EAGAIN || errno == EWOULDBLOCK else {
+                    throw TestFailure("send failed: \(String(cString: strerror(errno)))")
+                }
+                var poller = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+                if poll(&poller, 1, Int32(blockedFor * 1000)) == 0 { return (bytes / frame.count, true) }
+            }
+            return (bytes / frame.count, false)
+        }
+    }
+
     private func nextFrame() throws -> ByteBuffer? {
         try FrameDecoder.nextFrame(from: &buffer)
     }

@@ -16,6 +16,15 @@ struct ConnectionStateMachineTests {
         #expect(!connection.isClosed)
     }
 
+    @Test("a busy daemon answers the hello with its refusal, after reading it, and closes")
+    func refusingBusy() {
+        let busy = FerryProtocolError(.busy, "ferryd holds 256 connections, its limit: try again shortly")
+        var connection = ConnectionStateMachine(daemonVersion: "0.1.0", refusing: busy)
+        #expect(connection.received(.hello(hello)) == .close(.refused(busy)))
+        #expect(connection.isClosed)
+        #expect(connection.peer == nil)
+    }
+
     @Test("a request before hello is refused and closes the connection")
     func requestFirst() {
         var connection = ConnectionStateMachine(daemonVersion: "0.1.0")

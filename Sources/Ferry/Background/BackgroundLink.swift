@@ -202,7 +202,7 @@ final class BackgroundLink: Sendable {
             break
         }
         switch error {
-        case .unreachable, .cannotStartDaemon, .connectionLost, .timedOut:
+        case .unreachable, .cannotStartDaemon, .busy, .connectionLost, .timedOut:
             return FerryError(.backgroundSessionWasDisconnected, "\(error)", underlying: error)
         case .refused, .failure:
             return FerryError(.unknown, "\(error)", underlying: error)

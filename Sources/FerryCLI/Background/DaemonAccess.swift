@@ -81,6 +81,8 @@ enum DaemonAccess {
             return CLIFailure(exitStatus: ExitStatus.cannotConnect, code: "daemonNotRunning", message: "ferryd is not running")
         case .cannotStartDaemon(let why):
             return CLIFailure(exitStatus: ExitStatus.cannotConnect, code: "cannotStartDaemon", message: "cannot start ferryd: \(why)")
+        case .busy:
+            return CLIFailure(exitStatus: ExitStatus.cannotConnect, code: "daemonBusy", message: error.description)
         case .refused(let e), .failure(let e):
             return CLIFailure(exitStatus: ExitStatus.failure, code: e.code.rawValue, message: e.message)
         case .connectionLost, .timedOut:
