@@ -82,6 +82,26 @@ struct BackgroundCommandTests {
         }
     }
 
+    @Test("after ferryd is killed, the next `ferry list` starts it again and the queued download completes")
+    func listRestartsAKilledDaemon() async throws {
+        try await withFerry { ferry, server in
+            let submitted = try await ferry.run(["download", server.baseURL + "/bytes/400000?seed=3&drip=200000"])
+            #expect(submitted.status == 0, "\(submitted.stderr)")
+            let id = try #require(Int(submitted.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
+            try await ferry.waitFor(task: id, state: "running")
+            let before = try #require(try await ferry.run(["daemon", "status", "--json"]).json?["pid"] as? Int)
+            kill(pid_t(before), SIGKILL)
+            try await poll(until: "ferryd (pid \(before)) to be gone after SIGKILL", timeout: .seconds(10)) {
+                kill(pid_t(before), 0) != 0
+            }
+            // No client started it meanwhile; `ferry list` (inside waitFor) does.
+            let task = try await ferry.waitFor(task: id, state: "completed")
+            #expect(task["bytesReceived"] as? Int == 400_000)
+            let after = try #require(try await ferry.run(["daemon", "status", "--json"]).json?["pid"] as? Int)
+            #expect(after != before)
+        }
+    }
+
     @Test("upload returns at once with the task id; ferryd starts on demand and completes it; list and status show it")
     func uploadThenList() async throws {
         try await withFerry { ferry, server in

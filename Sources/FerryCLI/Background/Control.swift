@@ -10,7 +10,7 @@ enum TaskCommand {
     static func run(_ control: TaskControl, task: String, options: DaemonOptions, verb: String) async throws {
         do {
             let identifier = try DaemonAccess.taskIdentifier(task)
-            let connection = try await DaemonAccess.connect(startsDaemon: false)
+            let connection = try await DaemonAccess.connect()
             defer { connection.closeNow() }
             _ = try await DaemonAccess.attach(options.session, owner: true, on: connection)
             let info = try await DaemonAccess.perform(
@@ -47,11 +47,12 @@ struct Cancel: AsyncParsableCommand {
     func run() async throws { try await TaskCommand.run(.cancel, task: task, options: options, verb: "cancelled") }
 }
 
-/// `ferry daemon status|stop`.
+/// `ferry daemon status|stop|install|uninstall`.
 struct Daemon: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "daemon",
-        abstract: "Look at ferryd or stop it.", subcommands: [Status.self, Stop.self])
+        abstract: "Look at ferryd, stop it, or install it as systemd user units.",
+        subcommands: [Status.self, Stop.self, DaemonInstall.self, DaemonUninstall.self])
 
     struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "status", abstract: "Is ferryd running: version, pid, sessions, tasks. Exits 7 if it is not.")

@@ -19,7 +19,7 @@ struct List: AsyncParsableCommand {
 
     func run() async throws {
         do {
-            let connection = try await DaemonAccess.connect(startsDaemon: false)
+            let connection = try await DaemonAccess.connect()
             defer { connection.closeNow() }
             let sessions = try await DaemonAccess.sessions(named: session, on: connection)
             var listings: [Listing] = []
@@ -57,7 +57,7 @@ struct Watch: AsyncParsableCommand {
 
     func run() async throws {
         do {
-            let connection = try await DaemonAccess.connect(startsDaemon: false)
+            let connection = try await DaemonAccess.connect()
             defer { connection.closeNow() }
             let sessions = try await DaemonAccess.sessions(named: session, on: connection)
             var active: [String: [Int: TaskInfo]] = [:]
@@ -113,7 +113,7 @@ struct Explain: AsyncParsableCommand {
     func run() async throws {
         do {
             let identifier = try DaemonAccess.taskIdentifier(task)
-            let connection = try await DaemonAccess.connect(startsDaemon: false)
+            let connection = try await DaemonAccess.connect()
             defer { connection.closeNow() }
             _ = try await DaemonAccess.attach(options.session, owner: false, on: connection)
             let page = try await DaemonAccess.perform(.tasks(of: options.session, after: identifier - 1, limit: 1), on: connection)
