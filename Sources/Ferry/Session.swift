@@ -42,6 +42,8 @@ public final class Session: Sendable {
         var description: String?
         /// ferryd task → local tasks submitted again with its idempotency key.
         var aliases: [Int: [SessionTask]] = [:]
+        /// Tasks that ended in this process: a reconnect to ferryd must not mirror them again.
+        var ended: Set<Int> = []
     }
     private let state = NIOLockedValueBox(State())
 
@@ -203,6 +205,7 @@ public final class Session: Sendable {
     /// Adds a task made elsewhere (one ferryd already has) under its own identifier.
     func adopt(_ task: SessionTask) {
         state.withLockedValue { s in
+            guard s.tasks[task.taskIdentifier] == nil, !s.ended.contains(task.taskIdentifier) else { return }
             s.tasks[task.taskIdentifier] = task
             s.nextIdentifier = max(s.nextIdentifier, task.taskIdentifier + 1)
         }
@@ -224,6 +227,7 @@ public final class Session: Sendable {
     func taskDidComplete(_ task: SessionTask) {
         let nowIdle = state.withLockedValue { s -> Bool in
             s.tasks[task.taskIdentifier] = nil
+            if configuration.isBackground { s.ended.insert(task.taskIdentifier) }
             return s.invalidating && s.tasks.isEmpty
         }
         if nowIdle { becomeInvalid() }

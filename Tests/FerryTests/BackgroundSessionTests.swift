@@ -164,6 +164,31 @@ struct BackgroundSessionTests {
         }
     }
 
+    @Test("ferryd killed with SIGKILL in the middle of a download: the live session reconnects, starting ferryd again, and gets its one completion with the whole file")
+    func reconnectsAfterACrash() async throws {
+        try await withDaemonAndServer { daemon, server in
+            let delegate = RecordingDelegate()
+            let directory = try makeTemporaryDirectory()
+            delegate.keepCopyOfDownloadAt = directory.appendingPathComponent("reconnected.bin")
+            let session = try Session.background(daemon.configuration("bg.reconnect"), delegate: delegate)
+            let size = 4 << 20
+            let task = session.downloadTask(with: server.url("/bytes/\(size)?seed=11&stallAfter=1000000&stallSeconds=2"))
+            task.resume()
+            try await poll(until: "ferryd to start the download", timeout: .seconds(10)) {
+                server.requests.contains { $0.path.hasPrefix("/bytes/\(size)") }
+            }
+            try daemon.kill9()
+            // Nobody else starts ferryd: the session's reconnection does.
+            #expect(succeeded(await delegate.nextCompletion()))
+            let copy = try Data(contentsOf: directory.appendingPathComponent("reconnected.bin"))
+            #expect(sha256Hex(copy) == TestContent.sha256Hex(count: size, seed: 11))
+            #expect(delegate.log.filter { $0.hasPrefix("complete") }.count == 1)
+            #expect(session.allTasks.isEmpty)
+            #expect(!daemon.runningDaemonPIDs().isEmpty, "no ferryd runs: who completed the task?")
+            session.finishTasksAndInvalidate()
+        }
+    }
+
     @Test("httpMaximumConnectionsPerHost goes to ferryd with the session: 1 means one transfer at a time")
     func connectionLimitTravels() async throws {
         try await withDaemonAndServer { daemon, server in

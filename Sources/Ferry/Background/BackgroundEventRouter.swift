@@ -16,7 +16,21 @@ struct BackgroundEventRouter: Sendable {
     let session: Session
     let link: BackgroundLink
 
-    func run(_ messages: AsyncStream<DaemonMessage>) async {
+    /// Routes the connection's messages; when it is lost while the session lives, reconnects
+    /// (``BackgroundLink/reconnect(configuration:)``), takes on tasks ferryd gained meanwhile,
+    /// and routes the new connection's messages, until the session ends.
+    func run(_ first: AsyncStream<DaemonMessage>) async {
+        var messages: AsyncStream<DaemonMessage>? = first
+        while let current = messages {
+            await route(current)
+            session.logger.info("background session disconnected from ferryd", metadata: ["session": "\(link.sessionIdentifier)"])
+            guard let again = await link.reconnect(configuration: session.configuration) else { break }
+            session.adoptMissing(again.tasks, link: link)
+            messages = again.messages
+        }
+    }
+
+    private func route(_ messages: AsyncStream<DaemonMessage>) async {
         for await message in messages {
             switch message {
             case .event(let event):
@@ -36,7 +50,6 @@ struct BackgroundEventRouter: Sendable {
                 break
             }
         }
-        session.logger.info("background session disconnected from ferryd", metadata: ["session": "\(link.sessionIdentifier)"])
     }
 
     private func handle(_ event: Event) async {

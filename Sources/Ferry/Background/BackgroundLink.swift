@@ -54,14 +54,9 @@ final class BackgroundLink: Sendable {
         }
         do throws(DaemonConnectionError) {
             let connection = try DaemonConnection.openAndWait(endpoint, clientName: Self.clientName, logger: logger)
-            let attach = AttachSession(
-                sessionIdentifier: sessionIdentifier,
-                sharedContainerIdentifier: configuration.sharedContainerIdentifier,
-                owner: true,
-                httpMaximumConnectionsPerHost: min(max(configuration.httpMaximumConnectionsPerHost, 1), 64))
             let tasks: [TaskInfo]
             do throws(DaemonConnectionError) {
-                let attached = try connection.perform(waiting: .attach(attach))
+                let attached = try connection.perform(waiting: .attach(ownerAttach(configuration)))
                 tasks = try connection.allTasks(waiting: TaskPages(attached: attached, session: sessionIdentifier))
             } catch {
                 connection.closeNow()
@@ -76,6 +71,64 @@ final class BackgroundLink: Sendable {
             return []
         }
     }
+
+    private func ownerAttach(_ configuration: Configuration) -> AttachSession {
+        AttachSession(
+            sessionIdentifier: sessionIdentifier,
+            sharedContainerIdentifier: configuration.sharedContainerIdentifier,
+            owner: true,
+            httpMaximumConnectionsPerHost: min(max(configuration.httpMaximumConnectionsPerHost, 1), 64))
+    }
+
+    /// The connection to ferryd was lost (ferryd crashed or was stopped) while the session
+    /// lives: connects again, starting ferryd when nobody answers, and attaches as the owner.
+    /// Tries with backoff (0.1 s doubling to 10 s) until it succeeds, the session is
+    /// invalidated, or the calling task is cancelled. Returns the new connection's messages
+    /// and ferryd's tasks; ferryd then sends again every event not acknowledged.
+    func reconnect(configuration: Configuration) async -> (messages: AsyncStream<DaemonMessage>, tasks: [TaskInfo])? {
+        var delay = Duration.milliseconds(100)
+        var attempt = 0
+        while !isEnding {
+            attempt += 1
+            do throws(DaemonConnectionError) {
+                let connection = try await DaemonConnection.open(endpoint, clientName: Self.clientName, logger: logger)
+                let tasks: [TaskInfo]
+                do throws(DaemonConnectionError) {
+                    let attached = try await connection.perform(.attach(ownerAttach(configuration)))
+                    tasks = try await connection.allTasks(TaskPages(attached: attached, session: sessionIdentifier))
+                } catch {
+                    await connection.close()
+                    throw error
+                }
+                let kept = state.withLockedValue { s -> Bool in
+                    guard !s.invalidated, !s.leaving else { return false }
+                    s.connection = connection
+                    return true
+                }
+                guard kept else {
+                    await connection.close()
+                    return nil
+                }
+                logger.notice("reconnected to ferryd", metadata: ["session": "\(sessionIdentifier)", "attempt": "\(attempt)", "tasks": "\(tasks.count)"])
+                return (connection.pushedMessages, tasks)
+            } catch where error.protocolCode == .backgroundSessionInUseByAnotherProcess {
+                // Another process took the session meanwhile: it gets the events now.
+                state.withLockedValue { $0.failure = Self.ferryError(error, session: sessionIdentifier) }
+                logger.notice("cannot reconnect: another process owns the session", metadata: ["session": "\(sessionIdentifier)"])
+                return nil
+            } catch {
+                logger.notice("reconnecting to ferryd failed; trying again", metadata: [
+                    "session": "\(sessionIdentifier)", "attempt": "\(attempt)", "delay": "\(delay)", "error": "\(error)",
+                ])
+            }
+            guard (try? await Task.sleep(for: delay)) != nil else { return nil }
+            delay = min(delay * 2, .seconds(10))
+        }
+        return nil
+    }
+
+    /// The session was invalidated or is leaving: it does not reconnect.
+    private var isEnding: Bool { state.withLockedValue { $0.invalidated || $0.leaving } }
 
     /// The connection's pushed messages, once attached.
     var pushedMessages: AsyncStream<DaemonMessage>? { state.withLockedValue { $0.connection?.pushedMessages } }

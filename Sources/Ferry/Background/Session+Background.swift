@@ -38,10 +38,19 @@ extension Session {
     /// Attaches as the owner, mirrors ferryd's tasks here, and starts delivering events.
     func connectBackground(_ link: BackgroundLink) {
         let tasks = link.attach(configuration: configuration)
-        for info in tasks { adopt(mirror(of: info, link: link)) }
+        adoptMissing(tasks, link: link)
         guard let messages = link.pushedMessages else { return }
         let router = BackgroundEventRouter(session: self, link: link)
         delegateQueue.spawn { await router.run(messages) }
+    }
+
+    /// Mirrors the tasks ferryd has that this session does not (all of them at attach; after a
+    /// reconnect, those another process submitted meanwhile). One that has ended here is not
+    /// mirrored again (`adopt` skips it).
+    func adoptMissing(_ tasks: [TaskInfo], link: BackgroundLink) {
+        for info in tasks where backgroundTasks(info.taskIdentifier).isEmpty {
+            adopt(mirror(of: info, link: link))
+        }
     }
 
     /// A task object for one ferryd already has: same identifier and request, its state and
