@@ -163,6 +163,25 @@ struct BackgroundCommandTests {
         }
     }
 
+    @Test("upload --wait --json answered with an HTTP error prints one JSON document with the status and the error, and exits 22")
+    func uploadWaitJSONHTTPError() async throws {
+        try await withFerry { ferry, server in
+            let file = ferry.scratch.path("note.txt")
+            try Data("hello".utf8).write(to: URL(fileURLWithPath: file))
+            let run = try await ferry.run(["upload", file, server.baseURL + "/status/500", "-X", "POST", "--wait", "--json"])
+            #expect(run.status == 22, "\(run.stderr)")
+            let lines = run.stdout.split(separator: "\n")
+            #expect(lines.count == 1, "more than one document: \(run.stdout)")
+            let document = try #require(run.json)
+            #expect(document["state"] as? String == "failed")
+            #expect(document["status"] as? Int == 500)
+            let error = try #require(document["error"] as? [String: Any])
+            #expect(error["code"] as? String == "httpError")
+            #expect(error["exitCode"] as? Int == 22)
+            #expect(run.stderr.contains("HTTP 500"))
+        }
+    }
+
     @Test("explain says a task waits for its begin date and when it tries; pause, resume and cancel change it")
     func explainAndControl() async throws {
         try await withFerry { ferry, server in

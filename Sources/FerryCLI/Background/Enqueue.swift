@@ -12,6 +12,9 @@ struct Enqueue {
         var existing: Bool
         var state: String
         var destination: String?
+        /// With `--wait`: the server's HTTP status, and what went wrong when the task failed.
+        var status: Int?
+        var error: ErrorReport.Body?
     }
 
     /// Submits as the session's owner and prints the task. Without `wait` it leaves at once:
@@ -42,17 +45,22 @@ struct Enqueue {
             return
         }
         let outcome = try await follow(task, on: connection, quiet: options.json, moveTo: moveTo)
-        let location = outcome.location
-        if options.json {
-            JSONOutput.print(Submitted(session: task.sessionIdentifier, task: task.taskIdentifier, existing: submitted.existing,
-                                       state: outcome.failure == nil ? "completed" : "failed", destination: location))
-        } else if let body = outcome.body, !body.isEmpty {
-            Console.outRaw(body)
+        let failure = outcome.failure.map { CLIFailure(exitStatus: ExitStatus.failure, code: $0.code, message: $0.message) }
+            ?? outcome.status.flatMap { $0 >= 400 ? CLIFailure.http($0) : nil }
+        guard options.json else {
+            if let body = outcome.body, !body.isEmpty { Console.outRaw(body) }
+            if let failure { throw failure }
+            return
         }
-        if let failure = outcome.failure {
-            throw CLIFailure(exitStatus: ExitStatus.failure, code: failure.code, message: failure.message)
+        // One JSON document, the failure inside it; the exit code still says what happened.
+        JSONOutput.print(Submitted(
+            session: task.sessionIdentifier, task: task.taskIdentifier, existing: submitted.existing,
+            state: failure == nil ? "completed" : "failed", destination: outcome.location, status: outcome.status,
+            error: failure.map { ErrorReport.Body(code: $0.code, message: $0.message, status: $0.status, url: nil, exitCode: $0.exitStatus) }))
+        if let failure {
+            Console.error("ferry: \(failure.message)")
+            throw ExitCode(failure.exitStatus)
         }
-        if let status = outcome.status, status >= 400 { throw CLIFailure.http(status) }
     }
 
     struct Outcome {
