@@ -25,6 +25,7 @@ final class LoopbackHTTPListener: Sendable {
     private let serverChannel: NIOAsyncChannel<Connection, Never>
     private let state = Mutex<(counts: Counts, channels: [ObjectIdentifier: any Channel])>((Counts(), [:]))
     private let acceptTask: Mutex<Task<Void, Never>?> = Mutex(nil)
+    private let shuttingDown = Mutex(false)
 
     private init(serverChannel: NIOAsyncChannel<Connection, Never>, port: Int) {
         self.serverChannel = serverChannel
@@ -71,13 +72,27 @@ final class LoopbackHTTPListener: Sendable {
     }
 
     /// Stops listening, closes every open connection and waits for their handlers to end.
+    ///
+    /// The accept loop is not cancelled: it ends when the closed listener's stream of
+    /// connections does, so a connection accepted just before the close is still taken (and
+    /// closed). Dropped untaken, its NIOAsyncChannel trapped in NIO ("Deinited NIOAsyncWriter
+    /// without calling finish()") and took the whole test process down (CI, 2026-11-25).
     func shutdown() async {
+        shuttingDown.withLock { $0 = true }
+        try? await serverChannel.channel.close()
         let open = state.withLock { Array($0.channels.values) }
-        serverChannel.channel.close(promise: nil)
         for channel in open { channel.close(promise: nil) }
         let task = acceptTask.withLock { t -> Task<Void, Never>? in defer { t = nil }; return t }
-        task?.cancel()
-        await task?.value
+        guard let task else { return }
+        // Bounded: a loop that has not ended within 10 s is cancelled.
+        let ended = Mutex(false)
+        let watchdog = Task {
+            try? await Task.sleep(for: .seconds(10))
+            if !ended.withLock({ $0 }) { task.cancel() }
+        }
+        await task.value
+        ended.withLock { $0 = true }
+        watchdog.cancel()
     }
 
     private func acceptLoop(_ serve: @escaping @Sendable (Connection, Int) async throws -> Void) async {
@@ -85,6 +100,11 @@ final class LoopbackHTTPListener: Sendable {
             try await serverChannel.executeThenClose { inbound in
                 try await withThrowingDiscardingTaskGroup { group in
                     for try await connection in inbound {
+                        if shuttingDown.withLock({ $0 }) {
+                            // Arrived during shutdown: finished properly, never served.
+                            try? await connection.executeThenClose { _, _ in }
+                            continue
+                        }
                         let number = self.opened(connection.channel)
                         group.addTask {
                             do {

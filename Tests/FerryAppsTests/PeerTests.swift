@@ -98,8 +98,16 @@ import Glibc
         try await poll(until: "the `sh -c` to exec ./bin/shapp", every: .milliseconds(10)) {
             FileManager.default.contents(atPath: "/proc/\(relative.pid)/cmdline") == Data("/bin/sh\0./bin/shapp\0".utf8)
         }
-        #expect(try sandbox.registry.identify(pid: absolute.pid) == .app(manifest))
-        #expect(try sandbox.registry.identify(pid: relative.pid) == .app(manifest))
+        // What the process looked like, for a failure under load (seen once in a parallel run).
+        func seen(_ pid: Int32) -> String {
+            let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")) ?? "?"
+            let cmdline = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline").map { String(decoding: $0, as: UTF8.self) } ?? "?"
+            return "exe \(exe), cmdline \(cmdline.debugDescription)"
+        }
+        let byAbsolutePath = try sandbox.registry.identify(pid: absolute.pid)
+        #expect(byAbsolutePath == .app(manifest), "identified as \(byAbsolutePath); \(seen(absolute.pid))")
+        let byRelativePath = try sandbox.registry.identify(pid: relative.pid)
+        #expect(byRelativePath == .app(manifest), "identified as \(byRelativePath); \(seen(relative.pid))")
     }
 
     @Test func aListedBinaryAsAnArgumentIsNotTheApp() async throws {
