@@ -96,7 +96,7 @@ extension Daemon {
             owner(of: session) == nil
         else { return }
         let app = record.appBundleIdentifier
-        if app.hasPrefix("unregistered.") {
+        if Self.isUnregistered(app) {
             logger.debug("events wait for an unregistered client; nothing to launch", metadata: ["session": "\(session)"])
             return
         }

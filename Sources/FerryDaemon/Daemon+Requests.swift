@@ -53,6 +53,8 @@ extension Daemon {
             return .acknowledged(ack)
         case .status:
             return .status(try await status())
+        case .metrics:
+            return .metrics(DaemonMetrics.exposition(of: try await status()))
         case .stop:
             return .stopping
         }
@@ -129,7 +131,7 @@ extension Daemon {
             update(session) { $0.watch(by: connection.id) }
         }
         do {
-            let bundle = app.containingApp ?? app.bundleIdentifier ?? "unregistered.\(connection.hello.map { FerryPaths.fileName($0.clientName) } ?? "client")"
+            let bundle = app.containingApp ?? app.bundleIdentifier ?? Self.unregistered(client: connection.hello.map { FerryPaths.fileName($0.clientName) } ?? "client")
             if existing == nil {
                 _ = try await store.openSession(session, appBundleIdentifier: bundle, sharedContainerIdentifier: attach.sharedContainerIdentifier, now: clock.now)
                 logger.info("session created", metadata: ["session": "\(session)", "app": "\(bundle)"])
@@ -287,6 +289,7 @@ extension Daemon {
             record.lastErrorMessage = "the task was cancelled"
         }
         await discardSpooledBody(of: updated)
+        activity.cancelledTasks += 1
         logger.info("task cancelled", metadata: ["session": "\(key.session)", "task": "\(key.task)", "resumeData": "\(resumeData != nil)"])
         wakeup.signal()
         deliver(key.session)
@@ -345,6 +348,9 @@ extension Daemon {
             sessionCount: sessions.count, connectionCount: connections.count, ownedSessionCount: self.sessions.values.filter { $0.owner != nil }.count,
             waitingTaskCount: counts[.waiting] ?? 0, runningTaskCount: counts[.running] ?? 0,
             suspendedTaskCount: counts[.suspended] ?? 0,
-            undeliveredEventCount: sessions.reduce(0) { $0 + $1.undeliveredEventCount })
+            undeliveredEventCount: sessions.reduce(0) { $0 + $1.undeliveredEventCount },
+            completedTaskCount: counts[.completed] ?? 0, failedTaskCount: counts[.failed] ?? 0,
+            cancelledTaskCount: counts[.cancelled] ?? 0, residentMemoryBytes: DaemonMetrics.residentMemoryBytes(),
+            activity: activity)
     }
 }

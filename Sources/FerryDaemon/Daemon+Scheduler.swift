@@ -143,6 +143,7 @@ extension Daemon {
                 record.nextAttemptAt = nil
                 record.retryReason = nil
             }
+            activity.attempts += 1
             guard let session = try await store.session(key.session) else { return }
             let transfer = try await makeTransfer(record, session: session, deadline: deadline)
             let retry = RetryContext(record, defaultPolicy: configuration.defaultRetryPolicy, deadline: deadline)
@@ -157,6 +158,9 @@ extension Daemon {
                 outcome = .failure(FerryError(.unknown, "\(error)", underlying: error))
             }
             let snapshot = reporter.snapshot
+            let moved = (try? outcome.get()).map { ($0.bytesSent, $0.bytesReceived) } ?? (snapshot.bytesSent, snapshot.bytesReceived)
+            activity.bytesSent += max(0, moved.0 - record.bytesSent)
+            activity.bytesReceived += max(0, moved.1 - record.bytesReceived)
             if running[key]?.stop != nil {
                 await persistProgress(key, snapshot)
                 logger.info("attempt interrupted")
@@ -243,6 +247,7 @@ extension Daemon {
         let events = try kinds.map { try $0.newEvent(session: key.session, task: key.task) }
         let completed = try await store.updateTask(session: key.session, task: key.task, appending: events, now: clock.now) { stored in
             stored.state = .completed
+            stored.responseStatus = result.response.statusCode
             stored.bytesSent = result.bytesSent
             stored.bytesReceived = result.bytesReceived
             if result.bytesSent > 0 { stored.bytesExpectedToSend = result.bytesSent }
@@ -253,6 +258,7 @@ extension Daemon {
             stored.uploadInteropVersion = nil
         }
         await discardSpooledBody(of: completed)
+        activity.completedTasks += 1
         logger.info("task completed", metadata: ["status": "\(result.response.statusCode)", "requests": "\(result.requestCount)"])
         deliver(key.session)
     }
@@ -273,9 +279,11 @@ extension Daemon {
             let at = now.addingTimeInterval(delay.timeInterval)
             let message = snapshot.retryHint == nil ? error.message : reason
             try await store.scheduleRetry(session: key.session, task: key.task, errorCode: code, errorMessage: message, at: at, reason: wait, now: now)
+            activity.retries += 1
             logger.info("attempt failed; retrying", metadata: ["error": "\(code)", "at": "\(at.iso8601)", "reason": "\(wait)"])
         case .retryNow(let reason):
             try await store.scheduleRetry(session: key.session, task: key.task, errorCode: code, errorMessage: reason, at: now, reason: .backoff, now: now)
+            activity.retries += 1
         case .outOfTime(let reason):
             logger.notice("task failed", metadata: ["error": "timedOut"])
             try await fail(key, code: "timedOut", message: reason, resumeData: await currentResumeData(key))
@@ -319,6 +327,7 @@ extension Daemon {
             record.lastErrorMessage = message
         }
         await discardSpooledBody(of: failed)
+        activity.failedTasks += 1
         deliver(key.session)
     }
 

@@ -50,6 +50,8 @@ public actor Daemon {
     let stoppedSignal = Signal()
     var isStopping = false
     var heapTrim = HeapTrim()
+    /// What ferryd did since it started (`status`, `metrics`).
+    var activity = DaemonActivity()
     var stopHandler: (@Sendable () -> Void)?
 
     public init(
@@ -164,6 +166,7 @@ public actor Daemon {
             return
         }
         connections[connection.id] = connection
+        activity.connections += 1
         connection.logger.debug("connected")
     }
 
@@ -177,6 +180,21 @@ public actor Daemon {
         if heapTrim.clientLeft() == .trimLater { schedule(.trimHeap) }
         connection.logger.debug("disconnected")
     }
+
+    /// A session of no app (made by `ferry` or another unregistered client) is the user's own:
+    /// any connection attached to it, as a watcher too, may suspend, resume or cancel its
+    /// tasks, so `ferry pause` works from a second shell while a `--wait` in the first owns
+    /// the session. An app's session stays its owner's alone, as on the platform.
+    private func mayControlWithoutOwning(_ request: FerryProtocol.Request, session: String, from connection: ClientConnection) async throws -> Bool {
+        guard request.controlsOneTask, sessions[session]?.watchers.contains(connection.id) == true,
+            let record = try await store.session(session)
+        else { return false }
+        return Self.isUnregistered(record.appBundleIdentifier)
+    }
+
+    /// The app of a session made by a process no installed manifest names.
+    static func unregistered(client: String) -> String { "unregistered.\(client)" }
+    static func isUnregistered(_ appBundleIdentifier: String) -> Bool { appBundleIdentifier.hasPrefix("unregistered.") }
 
     /// A silent connection is closed unless it owns or watches a session or waits for an
     /// answer: an app waiting for events may stay quiet for days.
@@ -243,6 +261,7 @@ public actor Daemon {
                 connection.send(.failure(id: id, Self.protocolError(error)))
             }
         }
+        activity.requests += run.count
         guard !prepared.isEmpty else { return }
         do {
             let results = try await store.submit(all: prepared.map(\.task), now: clock.now)
@@ -262,12 +281,15 @@ public actor Daemon {
         // A client that pipelined reads and left is owed nothing; what it asked to change is
         // still done (an acknowledge sent just before exiting counts).
         if request.onlyReads, !connection.channel.isActive { return }
+        activity.requests += 1
         var logger = connection.logger
         logger[metadataKey: "request"] = "\(request.typeName)"
         if let session = request.sessionIdentifier { logger[metadataKey: "session"] = "\(session)" }
         do {
             try request.validate()
-            if request.requiresOwner, let session = request.sessionIdentifier, owner(of: session) != connection.id {
+            if request.requiresOwner, let session = request.sessionIdentifier, owner(of: session) != connection.id,
+                try await !mayControlWithoutOwning(request, session: session, from: connection)
+            {
                 throw FerryProtocolError(
                     .notOwner, "this connection does not own session \(session): attach with owner: true first")
             }

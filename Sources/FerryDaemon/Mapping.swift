@@ -19,7 +19,7 @@ extension TaskRecord {
             bytesExpectedToSend: bytesExpectedToSend, bytesExpectedToReceive: bytesExpectedToReceive,
             attemptCount: attemptCount, nextAttemptDate: state == .waiting ? nextAttemptAt : nil,
             lastError: lastErrorCode.map { FerryProtocolError(FerryProtocolError.Code(rawValue: $0), lastErrorMessage ?? $0) },
-            waitingReason: reason)
+            waitingReason: reason, responseStatus: responseStatus)
     }
 
     /// Why a task that is not running is not moving, from what the store knows; the

@@ -106,6 +106,13 @@ extension DaemonCall where Result == DaemonStatus {
     }
 }
 
+extension DaemonCall where Result == String {
+    /// ferryd's figures as Prometheus text.
+    public static var metrics: Self {
+        Self(.metrics, expecting: { if case .metrics(let text) = $0 { text } else { nil } })
+    }
+}
+
 extension DaemonCall where Result == Void {
     /// Asks ferryd to stop gracefully.
     public static var stop: Self {

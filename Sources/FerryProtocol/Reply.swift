@@ -20,6 +20,8 @@ public enum Reply: Hashable, Sendable {
     case acknowledged(Acknowledge)
     /// The answer to ``Request/status``.
     case status(DaemonStatus)
+    /// The answer to ``Request/metrics``: Prometheus text exposition format 0.0.4.
+    case metrics(String)
     /// The answer to ``Request/stop``: ferryd is shutting down.
     case stopping
 
@@ -28,7 +30,7 @@ public enum Reply: Hashable, Sendable {
 
     enum Tag: String, TypeTag {
         case attached, sessions, tasks, taskIdentifier, submitted, task, resumeData, invalidated, acknowledged
-        case status, stopping
+        case status, metrics, stopping
         static var family: String { "reply" }
     }
 
@@ -44,6 +46,7 @@ public enum Reply: Hashable, Sendable {
         case .invalidated: .invalidated
         case .acknowledged: .acknowledged
         case .status: .status
+        case .metrics: .metrics
         case .stopping: .stopping
         }
     }
@@ -62,6 +65,7 @@ extension Reply: Codable {
         case .invalidated: self = .invalidated(try SessionReference(from: decoder))
         case .acknowledged: self = .acknowledged(try Acknowledge(from: decoder))
         case .status: self = .status(try DaemonStatus(from: decoder))
+        case .metrics: self = .metrics(try decoder.field("text"))
         case .stopping: self = .stopping
         }
     }
@@ -78,6 +82,7 @@ extension Reply: Codable {
         case .invalidated(let value): try encoder.encode(tag: tag, payload: value)
         case .acknowledged(let value): try encoder.encode(tag: tag, payload: value)
         case .status(let value): try encoder.encode(tag: tag, payload: value)
+        case .metrics(let text): try encoder.encode(tag: tag, fields: ["text": text])
         case .stopping: try encoder.encode(tag: tag)
         }
     }
@@ -166,11 +171,21 @@ public struct DaemonStatus: Hashable, Sendable, Codable {
     public var suspendedTaskCount: Int
     /// Events stored and not yet acknowledged, all sessions together.
     public var undeliveredEventCount: Int
+    /// Finished tasks still in the store (they are forgotten after their retention).
+    public var completedTaskCount: Int?
+    public var failedTaskCount: Int?
+    public var cancelledTaskCount: Int?
+    /// ferryd's resident memory, from `/proc/self/status`.
+    public var residentMemoryBytes: Int64?
+    /// What ferryd did since it started.
+    public var activity: DaemonActivity?
 
     public init(
         daemonVersion: String, pid: Int32, startedAt: Date, socketPath: String? = nil, storePath: String? = nil,
         sessionCount: Int = 0, connectionCount: Int = 0, ownedSessionCount: Int = 0, waitingTaskCount: Int = 0,
-        runningTaskCount: Int = 0, suspendedTaskCount: Int = 0, undeliveredEventCount: Int = 0
+        runningTaskCount: Int = 0, suspendedTaskCount: Int = 0, undeliveredEventCount: Int = 0,
+        completedTaskCount: Int? = nil, failedTaskCount: Int? = nil, cancelledTaskCount: Int? = nil,
+        residentMemoryBytes: Int64? = nil, activity: DaemonActivity? = nil
     ) {
         self.daemonVersion = daemonVersion
         self.pid = pid
@@ -184,5 +199,31 @@ public struct DaemonStatus: Hashable, Sendable, Codable {
         self.runningTaskCount = runningTaskCount
         self.suspendedTaskCount = suspendedTaskCount
         self.undeliveredEventCount = undeliveredEventCount
+        self.completedTaskCount = completedTaskCount
+        self.failedTaskCount = failedTaskCount
+        self.cancelledTaskCount = cancelledTaskCount
+        self.residentMemoryBytes = residentMemoryBytes
+        self.activity = activity
     }
+}
+
+/// What ferryd did since it started: the counters of `ferry daemon status --json` and of
+/// `ferry daemon metrics` (where each is a Prometheus counter).
+public struct DaemonActivity: Hashable, Sendable, Codable {
+    /// Transfer attempts started (a retry or a resume is another attempt).
+    public var attempts: Int = 0
+    /// Failed attempts scheduled to be tried again.
+    public var retries: Int = 0
+    public var completedTasks: Int = 0
+    public var failedTasks: Int = 0
+    public var cancelledTasks: Int = 0
+    /// Body bytes moved by attempts (a resumed transfer counts only what it moved again).
+    public var bytesSent: Int64 = 0
+    public var bytesReceived: Int64 = 0
+    /// Requests answered, all connections together.
+    public var requests: Int = 0
+    /// Connections accepted (those turned away as `busy` included).
+    public var connections: Int = 0
+
+    public init() {}
 }

@@ -34,6 +34,9 @@ public enum Request: Hashable, Sendable {
     /// How ferryd is: version, pid, start time, counts (`ferry daemon status`). Anyone may ask.
     /// Reply: ``Reply/status(_:)``.
     case status
+    /// ferryd's figures in the Prometheus text format (`ferry daemon metrics`). Anyone may ask.
+    /// Reply: ``Reply/metrics(_:)``.
+    case metrics
     /// Stop ferryd gracefully: it answers, closes every connection with a `goodbye`, leaves
     /// running tasks to resume at the next start, and exits. Anyone may ask.
     /// Reply: ``Reply/stopping``.
@@ -46,7 +49,7 @@ public enum Request: Hashable, Sendable {
     public var sessionIdentifier: String? {
         switch self {
         case .attach(let attach): attach.sessionIdentifier
-        case .listSessions, .status, .stop: nil
+        case .listSessions, .status, .metrics, .stop: nil
         case .listTasks(let list): list.sessionIdentifier
         case .reserveTaskIdentifier(let session): session.sessionIdentifier
         case .submit(let submission): submission.sessionIdentifier
@@ -60,8 +63,16 @@ public enum Request: Hashable, Sendable {
     /// Whether only the owning connection may send this request.
     public var requiresOwner: Bool {
         switch self {
-        case .attach, .listSessions, .listTasks, .status, .stop: false
+        case .attach, .listSessions, .listTasks, .status, .metrics, .stop: false
         default: true
+        }
+    }
+
+    /// Whether the request suspends, resumes or cancels one task.
+    public var controlsOneTask: Bool {
+        switch self {
+        case .suspend, .resume, .cancel, .cancelProducingResumeData: true
+        default: false
         }
     }
 
@@ -69,14 +80,14 @@ public enum Request: Hashable, Sendable {
     /// client has already gone).
     public var onlyReads: Bool {
         switch self {
-        case .listSessions, .listTasks, .status: true
+        case .listSessions, .listTasks, .status, .metrics: true
         default: false
         }
     }
 
     enum Tag: String, TypeTag {
         case attach, listSessions, listTasks, reserveTaskIdentifier, submit, suspend, resume, cancel
-        case cancelProducingResumeData, invalidate, acknowledge, status, stop
+        case cancelProducingResumeData, invalidate, acknowledge, status, metrics, stop
         static var family: String { "request" }
     }
 
@@ -94,6 +105,7 @@ public enum Request: Hashable, Sendable {
         case .invalidate: .invalidate
         case .acknowledge: .acknowledge
         case .status: .status
+        case .metrics: .metrics
         case .stop: .stop
         }
     }
@@ -114,6 +126,7 @@ extension Request: Codable {
         case .invalidate: self = .invalidate(try Invalidate(from: decoder))
         case .acknowledge: self = .acknowledge(try Acknowledge(from: decoder))
         case .status: self = .status
+        case .metrics: self = .metrics
         case .stop: self = .stop
         }
     }
@@ -122,7 +135,7 @@ extension Request: Codable {
         let payload: (any Encodable)?
         switch self {
         case .attach(let value): payload = value
-        case .listSessions, .status, .stop: payload = nil
+        case .listSessions, .status, .metrics, .stop: payload = nil
         case .listTasks(let value): payload = value
         case .reserveTaskIdentifier(let value): payload = value
         case .submit(let value): payload = value
@@ -253,7 +266,7 @@ extension Request {
             }
         case .listTasks(let list):
             if let limit = list.limit, limit < 1 { throw FerryProtocolError(.badRequest, "a page holds at least one task") }
-        case .listSessions, .reserveTaskIdentifier, .invalidate, .status, .stop:
+        case .listSessions, .reserveTaskIdentifier, .invalidate, .status, .metrics, .stop:
             break
         }
     }

@@ -101,11 +101,15 @@ public struct TaskInfo: Hashable, Sendable, Codable, HoldsTaskDescription {
     /// Why a task that is not running is not moving, and until when (`ferry explain`).
     /// nil for running and finished tasks, and from daemons that do not say.
     public var waitingReason: WaitingReason?
+    /// The HTTP status of a completed task's response. A 404 is a completed task with
+    /// `responseStatus` 404, as on the platform (the app decides); `ferry list` shows it as failed.
+    public var responseStatus: Int?
 
     public init(
         sessionIdentifier: String, taskIdentifier: Int, task: TaskDescription, state: TaskState,
         bytesSent: Int64 = 0, bytesReceived: Int64 = 0, bytesExpectedToSend: Int64? = nil, bytesExpectedToReceive: Int64? = nil,
-        attemptCount: Int = 0, nextAttemptDate: Date? = nil, lastError: FerryProtocolError? = nil, waitingReason: WaitingReason? = nil
+        attemptCount: Int = 0, nextAttemptDate: Date? = nil, lastError: FerryProtocolError? = nil, waitingReason: WaitingReason? = nil,
+        responseStatus: Int? = nil
     ) {
         self.sessionIdentifier = sessionIdentifier
         self.taskIdentifier = taskIdentifier
@@ -119,11 +123,12 @@ public struct TaskInfo: Hashable, Sendable, Codable, HoldsTaskDescription {
         self.nextAttemptDate = nextAttemptDate
         self.lastError = lastError
         self.waitingReason = waitingReason
+        self.responseStatus = responseStatus
     }
 
     enum CodingKeys: String, CodingKey {
         case sessionIdentifier, taskIdentifier, state, bytesSent, bytesReceived, bytesExpectedToSend, bytesExpectedToReceive
-        case attemptCount, nextAttemptDate, lastError, waitingReason
+        case attemptCount, nextAttemptDate, lastError, waitingReason, responseStatus
     }
 
     public init(from decoder: any Decoder) throws {
@@ -140,6 +145,7 @@ public struct TaskInfo: Hashable, Sendable, Codable, HoldsTaskDescription {
         nextAttemptDate = try container.decodeIfPresent(Date.self, forKey: .nextAttemptDate)
         lastError = try container.decodeIfPresent(FerryProtocolError.self, forKey: .lastError)
         waitingReason = try container.decodeIfPresent(WaitingReason.self, forKey: .waitingReason)
+        responseStatus = try container.decodeIfPresent(Int.self, forKey: .responseStatus)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -156,6 +162,7 @@ public struct TaskInfo: Hashable, Sendable, Codable, HoldsTaskDescription {
         try container.encodeIfPresent(nextAttemptDate, forKey: .nextAttemptDate)
         try container.encodeIfPresent(lastError, forKey: .lastError)
         try container.encodeIfPresent(waitingReason, forKey: .waitingReason)
+        try container.encodeIfPresent(responseStatus, forKey: .responseStatus)
     }
 }
 

@@ -17,6 +17,9 @@ enum Schema {
         migrator.registerMigration("v4") { db in
             try db.execute(sql: v4)
         }
+        migrator.registerMigration("v5") { db in
+            try db.execute(sql: v5)
+        }
         return migrator
     }
 
@@ -108,5 +111,11 @@ enum Schema {
     static let v4 = """
         ALTER TABLE task ADD COLUMN retry_policy TEXT
             CONSTRAINT task_retry_policy_json CHECK (retry_policy IS NULL OR json_valid(retry_policy));
+        """
+
+    /// The HTTP status of a completed task's response (`ferry list` shows an error status).
+    static let v5 = """
+        ALTER TABLE task ADD COLUMN response_status INTEGER
+            CONSTRAINT task_response_status_range CHECK (response_status IS NULL OR response_status BETWEEN 100 AND 999);
         """
 }

@@ -16,7 +16,7 @@ extension TaskRecord: Codable {
         case uploadResourceURL = "upload_resource_url", uploadInteropVersion = "upload_interop_version"
         case idempotencyKey = "idempotency_key", earliestBeginDate = "earliest_begin_date"
         case attemptCount = "attempt_count", nextAttemptAt = "next_attempt_at"
-        case lastErrorCode = "last_error_code", lastErrorMessage = "last_error_message"
+        case lastErrorCode = "last_error_code", lastErrorMessage = "last_error_message", responseStatus = "response_status"
         case retryReason = "retry_reason", resourceTimeout = "resource_timeout", requestTimeout = "request_timeout"
         case retryPolicy = "retry_policy"
         case taskDescription = "task_description", createdAt = "created_at", updatedAt = "updated_at"
@@ -55,6 +55,7 @@ extension TaskRecord: Codable {
         nextAttemptAt = try row.decodeIfPresent(Date.self, forKey: .nextAttemptAt)
         lastErrorCode = try row.decodeIfPresent(String.self, forKey: .lastErrorCode)
         lastErrorMessage = try row.decodeIfPresent(String.self, forKey: .lastErrorMessage)
+        responseStatus = try row.decodeIfPresent(Int.self, forKey: .responseStatus)
         retryReason = try row.decodeIfPresent(RetryWait.self, forKey: .retryReason)
         createdAt = try row.decode(Date.self, forKey: .createdAt)
         updatedAt = try row.decode(Date.self, forKey: .updatedAt)
@@ -86,6 +87,7 @@ extension TaskRecord: Codable {
         try row.encode(nextAttemptAt, forKey: .nextAttemptAt)
         try row.encode(lastErrorCode, forKey: .lastErrorCode)
         try row.encode(lastErrorMessage, forKey: .lastErrorMessage)
+        try row.encode(responseStatus, forKey: .responseStatus)
         try row.encode(retryReason, forKey: .retryReason)
         try row.encode(task.timeoutIntervalForResource, forKey: .resourceTimeout)
         try row.encode(task.timeoutIntervalForRequest, forKey: .requestTimeout)

@@ -42,6 +42,9 @@ public struct TaskRecord: Hashable, Sendable, HoldsTaskDescription {
     public var nextAttemptAt: Date?
     public var lastErrorCode: String?
     public var lastErrorMessage: String?
+    /// The HTTP status of the response a completed task got (an error status is a
+    /// completed task too, as on the platform).
+    public var responseStatus: Int?
     /// Why `nextAttemptAt` is set: after a failure (`backoff`) or because the server said
     /// when (`retryAfter`).
     public var retryReason: RetryWait?
@@ -94,7 +97,7 @@ public struct NewTask: Hashable, Sendable, HoldsTaskDescription {
             sessionIdentifier: sessionIdentifier, taskIdentifier: identifier, task: task, state: initialState,
             bytesSent: 0, bytesReceived: resumeOffset ?? 0, bytesExpectedToSend: nil, bytesExpectedToReceive: nil,
             resumeValidator: resumeValidator, resumeOffset: resumeOffset, uploadResourceURL: nil, uploadInteropVersion: nil,
-            attemptCount: 0, nextAttemptAt: nil, lastErrorCode: nil, lastErrorMessage: nil, retryReason: nil,
+            attemptCount: 0, nextAttemptAt: nil, lastErrorCode: nil, lastErrorMessage: nil, responseStatus: nil, retryReason: nil,
             createdAt: now, updatedAt: now)
     }
 }

@@ -124,6 +124,37 @@ struct BackgroundCommandTests {
         }
     }
 
+    @Test("daemon status --json and daemon metrics count what ferryd did: tasks by state, attempts, retries, bytes moved, connections, memory")
+    func statusAndMetricsCount() async throws {
+        try await withFerry { ferry, server in
+            // The first connection is dropped after 100,000 bytes: one retry, resumed with a Range.
+            let size = 300_000
+            let run = try await ferry.run(["download", server.baseURL + "/bytes/\(size)?seed=5&dropAfter=100000", "--wait", "-o", "d.bin"])
+            #expect(run.status == 0, "\(run.stderr)")
+            let status = try #require(try await ferry.run(["daemon", "status", "--json"]).json)
+            let activity = try #require(status["activity"] as? [String: Any])
+            #expect(activity["attempts"] as? Int == 2)
+            #expect(activity["retries"] as? Int == 1)
+            #expect(activity["completedTasks"] as? Int == 1)
+            #expect(activity["bytesReceived"] as? Int == size, "a resumed download counts each byte once: \(activity)")
+            #expect(status["completedTaskCount"] as? Int == 1)
+            #expect((status["residentMemoryBytes"] as? Int ?? 0) > 1 << 20)
+
+            let metrics = try await ferry.run(["daemon", "metrics"])
+            #expect(metrics.status == 0, "\(metrics.stderr)")
+            let lines = Set(metrics.stdout.split(separator: "\n").map(String.init))
+            for expected in [
+                // Gauges are written as floating point by the exporter, counters as integers.
+                "ferryd_tasks{state=\"completed\"} 1.0", "ferryd_tasks{state=\"waiting\"} 0.0", "ferryd_attempts_total 2", "ferryd_retries_total 1",
+                "ferryd_tasks_finished_total{outcome=\"completed\"} 1", "ferryd_bytes_received_total \(size)", "# TYPE ferryd_bytes_received_total counter",
+                "ferryd_connections 1.0", "ferryd_events_waiting 0.0",
+            ] {
+                #expect(lines.contains(expected), "no line \(expected) in:\n\(metrics.stdout)")
+            }
+            #expect(lines.contains { $0.hasPrefix("ferryd_resident_memory_bytes ") })
+        }
+    }
+
     @Test("download --wait shows progress and moves the finished file to -o, byte-exact")
     func downloadWait() async throws {
         try await withFerry { ferry, server in
@@ -154,12 +185,18 @@ struct BackgroundCommandTests {
         }
     }
 
-    @Test("download --wait of a 404 exits 22 and leaves no file")
+    @Test("download --wait of a 404 exits 22 and leaves no file; ferry list shows it failed with its status")
     func downloadWaitHTTPError() async throws {
         try await withFerry { ferry, server in
             let run = try await ferry.run(["download", server.baseURL + "/status/404", "--wait", "-o", "missing.bin"])
             #expect(run.status == 22)
             #expect(!FileManager.default.fileExists(atPath: ferry.scratch.path("missing.bin")))
+            // ferry list shows the answer for what it is; --json has the status.
+            let human = try await ferry.run(["list"])
+            #expect(human.stdout.contains("#1  download  failed (HTTP 404)"), "\(human.stdout)")
+            let task = try #require(try await ferry.tasks().first)
+            #expect(task["responseStatus"] as? Int == 404)
+            #expect(task["state"] as? String == "completed", "ferryd's state is the platform's: a completed task with a response")
         }
     }
 
@@ -201,8 +238,8 @@ struct BackgroundCommandTests {
         }
     }
 
-    @Test("while one process owns the session (download --wait), another process that wants to own it is refused at once with backgroundSessionInUseByAnotherProcess")
-    func secondProcessRefused() async throws {
+    @Test("while download --wait owns the CLI's session, pause and resume from another shell work at once, and the wait still ends with the whole file")
+    func controlFromAnotherShell() async throws {
         try await withFerry { ferry, server in
             let waiting = try FerryBinary.start(
                 ["download", server.baseURL + "/bytes/200000?seed=3&stallAfter=1000&stallSeconds=3", "--wait", "-o", "slow.bin"],
@@ -210,12 +247,14 @@ struct BackgroundCommandTests {
             // Wait (bounded) until ferryd has the task: then the first process owns ferry.cli.
             try await FerryBinary.killed(waiting) { try await ferry.waitFor(task: 1, state: "running") }
             let started = ContinuousClock.now
-            let second = try await ferry.run(["pause", "1", "--json"])
+            let paused = try await ferry.run(["pause", "1", "--json"])
             #expect(ContinuousClock.now - started < .seconds(3))
-            #expect(second.status == 1)
-            #expect(second.stdout.contains("backgroundSessionInUseByAnotherProcess"))
+            #expect(paused.status == 0, "\(paused.stdout) \(paused.stderr)")
+            #expect(paused.json?["state"] as? String == "suspended")
+            let resumed = try await ferry.run(["resume", "1"])
+            #expect(resumed.status == 0, "\(resumed.stderr)")
             let first = try await FerryBinary.wait(waiting, timeout: 30)
-            #expect(first.status == 0)
+            #expect(first.status == 0, "\(first.stderr)")
             #expect(try sha256Hex(ofFile: ferry.scratch.path("slow.bin")) == TestContent.sha256Hex(count: 200_000, seed: 3))
         }
     }

@@ -49,6 +49,7 @@ enum Fixtures {
         .attach(AttachSession(sessionIdentifier: session, owner: false)),
         .attach(AttachSession(sessionIdentifier: session, owner: true, httpMaximumConnectionsPerHost: 2)),
         .status,
+        .metrics,
         .stop,
         .listSessions,
         .listTasks(ListTasks(sessionIdentifier: session)),
@@ -80,6 +81,16 @@ enum Fixtures {
             daemonVersion: "0.1.0", pid: 1, startedAt: date, socketPath: "/run/user/1000/ferry/ferryd.sock",
             storePath: "/home/me/.local/share/ferry/ferryd.sqlite", sessionCount: 3, connectionCount: 2,
             ownedSessionCount: 1, waitingTaskCount: 10, runningTaskCount: 4, suspendedTaskCount: 1, undeliveredEventCount: 7)),
+        .status(DaemonStatus(
+            daemonVersion: "0.1.0", pid: 1, startedAt: date, completedTaskCount: 5, failedTaskCount: 1, cancelledTaskCount: 0,
+            residentMemoryBytes: 36 << 20, activity: {
+                var activity = DaemonActivity()
+                activity.attempts = 8
+                activity.retries = 2
+                activity.bytesReceived = 1 << 30
+                return activity
+            }())),
+        .metrics("# TYPE ferryd_attempts_total counter\nferryd_attempts_total 8\n"),
         .stopping,
         .taskIdentifier(17),
         .submitted(Submitted(task: task, existing: true)),

@@ -3,18 +3,32 @@ import FerryDaemonClient
 import FerryProtocol
 import Foundation
 
-/// `ferry pause|resume|cancel TASK`: change one task, as the session's owner for a moment.
-/// A session an app is connected to refuses (`backgroundSessionInUseByAnotherProcess`):
-/// the app owns its tasks then.
+/// `ferry pause|resume|cancel TASK`: change one task, as the session's owner for a moment, or
+/// as a watcher when another process owns it: ferryd lets a watcher change the tasks of a
+/// session of no app (the CLI's own), and refuses it for an app's session (`notOwner`).
 enum TaskCommand {
     static func run(_ control: TaskControl, task: String, options: DaemonOptions, verb: String) async throws {
         do {
             let identifier = try DaemonAccess.taskIdentifier(task)
             let connection = try await DaemonAccess.connect()
             defer { connection.closeNow() }
-            _ = try await DaemonAccess.attach(options.session, owner: true, on: connection)
-            let info = try await DaemonAccess.perform(
-                .control(control, TaskReference(sessionIdentifier: options.session, taskIdentifier: identifier)), on: connection).task
+            let inUse: CLIFailure?
+            do {
+                _ = try await DaemonAccess.attach(options.session, owner: true, on: connection)
+                inUse = nil
+            } catch let failure as CLIFailure where failure.code == FerryProtocolError.Code.backgroundSessionInUseByAnotherProcess.rawValue {
+                // Another process owns it (a `--wait` in another shell): a session of no app
+                // may be changed by a watcher too.
+                _ = try await DaemonAccess.attach(options.session, owner: false, on: connection)
+                inUse = failure
+            }
+            let info: TaskInfo?
+            do {
+                info = try await DaemonAccess.perform(
+                    .control(control, TaskReference(sessionIdentifier: options.session, taskIdentifier: identifier)), on: connection).task
+            } catch let failure as CLIFailure where failure.code == FerryProtocolError.Code.notOwner.rawValue {
+                throw inUse ?? failure  // an app's session: its owner alone changes it
+            }
             if options.json {
                 if let info { JSONOutput.print(info) }
             } else {
@@ -52,7 +66,7 @@ struct Daemon: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "daemon",
         abstract: "Look at ferryd, stop it, or install it as systemd user units.",
-        subcommands: [Status.self, Stop.self, DaemonInstall.self, DaemonUninstall.self])
+        subcommands: [Status.self, Metrics.self, Stop.self, DaemonInstall.self, DaemonUninstall.self])
 
     struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "status", abstract: "Is ferryd running: version, pid, sessions, tasks. Exits 7 if it is not.")
@@ -72,10 +86,32 @@ struct Daemon: AsyncParsableCommand {
                 Console.out("  sessions \(status.sessionCount) (\(status.ownedSessionCount) connected), connections \(status.connectionCount)")
                 Console.out("  tasks: \(status.runningTaskCount) running, \(status.waitingTaskCount) waiting, \(status.suspendedTaskCount) suspended")
                 Console.out("  undelivered events \(status.undeliveredEventCount)")
+                if let activity = status.activity {
+                    Console.out("  since start: \(activity.attempts) attempts, \(activity.retries) retries, \(activity.completedTasks) completed, "
+                                + "\(activity.failedTasks) failed, \(activity.cancelledTasks) cancelled; "
+                                + "\(ProgressBar.bytes(activity.bytesReceived)) received, \(ProgressBar.bytes(activity.bytesSent)) sent")
+                }
+                if let rss = status.residentMemoryBytes { Console.out("  memory \(ProgressBar.bytes(rss))") }
                 if let socket = status.socketPath { Console.out("  socket \(socket)") }
                 if let store = status.storePath { Console.out("  store \(store)") }
             } catch let failure as CLIFailure {
                 throw failure.report(url: nil, json: json)
+            }
+        }
+    }
+
+    struct Metrics: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "metrics",
+            abstract: "ferryd's figures in the Prometheus text format: tasks by state, bytes moved, retries, events waiting, connections, memory.")
+
+        func run() async throws {
+            do {
+                let connection = try await DaemonAccess.connect(startsDaemon: false)
+                defer { connection.closeNow() }
+                Console.outRaw(Data(try await DaemonAccess.perform(.metrics, on: connection).utf8))
+            } catch let failure as CLIFailure {
+                throw failure.report(url: nil, json: false)
             }
         }
     }

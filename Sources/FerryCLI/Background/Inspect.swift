@@ -135,7 +135,7 @@ struct Explain: AsyncParsableCommand {
 /// One task as a line a person reads.
 enum TaskLine {
     static func render(_ task: TaskInfo) -> String {
-        var parts = ["#\(task.taskIdentifier)", task.kind.rawValue, task.state.rawValue, "\(task.request.method) \(Redact.url(task.request.url.absoluteString))"]
+        var parts = ["#\(task.taskIdentifier)", task.kind.rawValue, state(task), "\(task.request.method) \(Redact.url(task.request.url.absoluteString))"]
         if task.kind == .upload {
             parts.append("sent \(ProgressBar.bytes(task.bytesSent))" + (task.bytesExpectedToSend.map { " / \(ProgressBar.bytes($0))" } ?? ""))
         } else {
@@ -147,8 +147,15 @@ enum TaskLine {
         return parts.joined(separator: "  ")
     }
 
+    /// ferryd's state, except that an HTTP error answer is shown as what it is to a person: a
+    /// failure (to ferryd and to an app it is a completed task with a response, as on the platform).
+    static func state(_ task: TaskInfo) -> String {
+        guard task.state == .completed, let status = task.responseStatus, status >= 400 else { return task.state.rawValue }
+        return "failed (HTTP \(status))"
+    }
+
     static func explanation(_ task: TaskInfo) -> String {
-        if task.state.isFinal { return "it is \(task.state.rawValue): it will not run again" }
+        if task.state.isFinal { return "it is \(state(task)): it will not run again" }
         if task.state == .running { return "it is running now" }
         var text = task.waitingReason.map { $0.message } ?? "it is \(task.state.rawValue)"
         if let next = task.nextAttemptDate ?? task.waitingReason?.until {

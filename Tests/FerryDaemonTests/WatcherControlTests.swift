@@ -1,0 +1,67 @@
+import FerryDaemon
+import FerryProtocol
+import FerryTestSupport
+import Foundation
+import Testing
+
+/// Who may suspend, resume or cancel a task of a session another connection owns: a watcher
+/// of a session of no app (the CLI's own: `ferry pause` from a second shell), never one of an
+/// app's session.
+@Suite("Task control by a watcher")
+struct WatcherControlTests {
+    static func waitingTask(on daemon: InProcessDaemon, session: String) async throws -> (owner: RawClient, task: Int) {
+        let owner = try await daemon.client("owner")
+        try await owner.request(.attach(session))
+        var submission = TaskSubmission.download(session, "http://127.0.0.1:9/never")
+        submission.earliestBeginDate = Date(timeIntervalSince1970: 1_900_000_000)  // waits: nothing runs
+        return (owner, try await owner.submit(submission).taskIdentifier)
+    }
+
+    @Test("in a session of no app, a watcher suspends, resumes and cancels a task the owner's connection holds")
+    func sessionOfNoApp() async throws {
+        let daemon = try await InProcessDaemon()
+        let (owner, task) = try await Self.waitingTask(on: daemon, session: "ferry.cli")
+        let watcher = try await daemon.client("ferry")
+        try await watcher.request(.attach("ferry.cli", owner: false))
+        let reference = TaskReference(sessionIdentifier: "ferry.cli", taskIdentifier: task)
+        guard case .task(let suspended) = try await watcher.request(.suspend(reference)) else { throw TestFailure("no task") }
+        #expect(suspended.state == .suspended)
+        guard case .task(let resumed) = try await watcher.request(.resume(reference)) else { throw TestFailure("no task") }
+        #expect(resumed.state == .waiting)
+        guard case .task(let cancelled) = try await watcher.request(.cancel(reference)) else { throw TestFailure("no task") }
+        #expect(cancelled.state == .cancelled)
+        // The owner hears of it: the task's failure event comes to it.
+        let events = try await owner.events(untilFinished: [task])
+        guard case .failed(let failure) = events.last?.kind else { throw TestFailure("no failure event: \(events)") }
+        #expect(failure.code == "cancelled")
+        await daemon.shutdown()
+    }
+
+    @Test("in an app's session a watcher may not change a task (notOwner), and nothing changes")
+    func appSession() async throws {
+        let app = PeerApp(bundleIdentifier: "com.example.photos", containingApp: nil)
+        let daemon = try await InProcessDaemon(apps: StaticApps(app: app))
+        let (_, task) = try await Self.waitingTask(on: daemon, session: "com.example.photos.bg")
+        let watcher = try await daemon.client("ferry")
+        try await watcher.request(.attach("com.example.photos.bg", owner: false))
+        let reference = TaskReference(sessionIdentifier: "com.example.photos.bg", taskIdentifier: task)
+        for request: FerryProtocol.Request in [.suspend(reference), .cancel(reference)] {
+            let error = await #expect(throws: FerryProtocolError.self) { try await watcher.request(request) }
+            #expect(error?.code == .notOwner)
+        }
+        #expect(try await daemon.task("com.example.photos.bg", task).state == .waiting)
+        await daemon.shutdown()
+    }
+
+    @Test("a connection attached to nothing may not change a task of a session of no app")
+    func notAttached() async throws {
+        let daemon = try await InProcessDaemon()
+        let (_, task) = try await Self.waitingTask(on: daemon, session: "ferry.cli")
+        let stranger = try await daemon.client("stranger")
+        let error = await #expect(throws: FerryProtocolError.self) {
+            try await stranger.request(.cancel(TaskReference(sessionIdentifier: "ferry.cli", taskIdentifier: task)))
+        }
+        #expect(error?.code == .notOwner)
+        await daemon.shutdown()
+    }
+}
