@@ -59,6 +59,11 @@ final class ClientConnection: Sendable {
         inbound.withLockedValue { change(&$0) }
     }
 
+    /// `count` requests of this client were read and handed to the daemon.
+    func arrived(_ count: Int) {
+        inbound.withLockedValue { $0.arrived(count) }
+    }
+
     /// `count` requests of this client were answered: reading may go on.
     func served(_ count: Int) {
         if flow({ $0.served(count) }) == .read { channel.read() }
@@ -213,7 +218,7 @@ final class ConnectionHandler: ChannelDuplexHandler, Sendable {
             return arrived
         }
         guard !batch.isEmpty else { return }
-        _ = connection.flow { $0.arrived(batch.count); return .wait }
+        connection.arrived(batch.count)
         requests.yield(batch)
     }
 

@@ -333,10 +333,19 @@ extension TransferEngine {
         }
         if status.complete {
             // Appending to a completed upload is refused; its answer went with the connection.
-            throw FerryError(
-                .badServerResponse,
-                "the server has the whole upload (Upload-Complete: ?1) but its response was lost; the \(request.method) is not sent again",
-                url: request.url)
+            // A PUT (idempotent) is sent again as a new upload to get that answer; a POST the
+            // server may have acted on is not.
+            guard RetryRequest.isIdempotent(request.method) else {
+                throw FerryError(
+                    .badServerResponse,
+                    "the server has the whole upload (Upload-Complete: ?1) but its response was lost; the \(request.method) is not sent again",
+                    url: request.url)
+            }
+            logger.info("upload complete on the server but its answer was lost; sending it again", metadata: [
+                "url": "\(request.url.redactedForLogs)", "method": "\(request.method)",
+            ])
+            state.uploadResource = nil
+            return nil
         }
         if status.offset > total || status.length.map({ $0 != total }) == true {
             // The body changed since that upload began: it cannot be finished with these bytes.

@@ -243,14 +243,27 @@ struct ResumableUploadV8Tests {
         }
     }
 
-    @Test("a HEAD that says the upload is complete ends it: no append to a completed upload")
+    @Test("a HEAD that says the upload is complete ends a POST: no append to a completed upload, and not sent again")
     func completedOnHead() async throws {
         try await withUpload(size: 2 << 20, seed: 87) { server, file, engine in
             server.dropNextAnswer()
-            let error = await expectFerryError(.badServerResponse) { try await engine.run(transfer(server, file, method: "PUT")) }
+            let error = await expectFerryError(.badServerResponse) { try await engine.run(transfer(server, file, method: "POST")) }
             #expect(error?.message.contains("Upload-Complete: ?1") == true)
-            #expect(server.requests.map(\.method) == ["OPTIONS", "PUT", "PATCH", "HEAD"])
+            #expect(server.requests.map(\.method) == ["OPTIONS", "POST", "PATCH", "HEAD"])
             #expect(server.completedUploads["photo"]?.sha256 == TestContent.sha256Hex(count: 2 << 20, seed: 87))
+            #expect(server.refusals.isEmpty)
+        }
+    }
+
+    @Test("a PUT whose completed upload lost its answer is sent again as a new upload (it is idempotent), never appended to")
+    func completedPutIsSentAgain() async throws {
+        try await withUpload(size: 2 << 20, seed: 88) { server, file, engine in
+            server.dropNextAnswer()
+            let result = try await engine.run(transfer(server, file, method: "PUT"))
+            try expectStored(server, result, size: 2 << 20, seed: 88)
+            #expect(Array(server.requests.map(\.method).prefix(4)) == ["OPTIONS", "PUT", "PATCH", "HEAD"])
+            #expect(server.requests.map(\.method).dropFirst(4).first == "PUT", "a new upload, not an append: \(server.requests.map(\.method))")
+            #expect(server.creations == 2)
             #expect(server.refusals.isEmpty)
         }
     }
