@@ -82,16 +82,24 @@ final class BackgroundLink: Sendable {
 
     /// The connection to ferryd was lost (ferryd crashed or was stopped) while the session
     /// lives: connects again, starting ferryd when nobody answers, and attaches as the owner.
-    /// Tries with backoff (0.1 s doubling to 10 s) until it succeeds, the session is
+    /// Tries after 0.1 s, then with backoff doubling to 10 s, until it succeeds, the session is
     /// invalidated, or the calling task is cancelled. Returns the new connection's messages
     /// and ferryd's tasks; ferryd then sends again every event not acknowledged.
     func reconnect(configuration: Configuration) async -> (messages: AsyncStream<DaemonMessage>, tasks: [TaskInfo])? {
         var delay = Duration.milliseconds(100)
         var attempt = 0
-        while !isEnding {
+        while true {
+            // Waits first: a process that is ending (it invalidates the session right after
+            // losing ferryd) must not start ferryd and take the session back meanwhile.
+            guard (try? await Task.sleep(for: delay)) != nil, !isEnding else { return nil }
+            delay = min(delay * 2, .seconds(10))
             attempt += 1
             do throws(DaemonConnectionError) {
                 let connection = try await DaemonConnection.open(endpoint, clientName: Self.clientName, logger: logger)
+                guard !isEnding else {
+                    await connection.close()
+                    return nil
+                }
                 let tasks: [TaskInfo]
                 do throws(DaemonConnectionError) {
                     let attached = try await connection.perform(.attach(ownerAttach(configuration)))
@@ -121,10 +129,7 @@ final class BackgroundLink: Sendable {
                     "session": "\(sessionIdentifier)", "attempt": "\(attempt)", "delay": "\(delay)", "error": "\(error)",
                 ])
             }
-            guard (try? await Task.sleep(for: delay)) != nil else { return nil }
-            delay = min(delay * 2, .seconds(10))
         }
-        return nil
     }
 
     /// The session was invalidated or is leaving: it does not reconnect.
