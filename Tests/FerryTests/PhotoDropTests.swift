@@ -39,7 +39,16 @@ struct PhotoDropTests {
         // A request bin for the extension's short, in-process note (no background session).
         var createBin = Request(url: URL(string: "\(server.baseURL)/bins")!, method: "POST")
         createBin.body = Data()
-        let (binJSON, _) = try await Session.shared.data(for: createBin)
+        // A request to the server that fails says whether it still runs and what it printed (a
+        // fresh-clone CI run was refused once at the last request, after it had served the others).
+        func fetch(_ request: Request) async throws -> Data {
+            do {
+                return try await Session.shared.data(for: request).0
+            } catch {
+                throw HarnessError("\(request.method) \(request.url.path) failed: \(error); \(server.state)")
+            }
+        }
+        let binJSON = try await fetch(createBin)
         let binURL = try #require((try JSONSerialization.jsonObject(with: binJSON) as? [String: Any])?["url"] as? String)
         share.arguments = [image.path, "\(server.baseURL)/3/image", "Client-ID photodrop-client", "--announce", binURL]
         share.environment = ProcessInfo.processInfo.environment.merging(daemon.environment) { $1 }
@@ -85,11 +94,11 @@ struct PhotoDropTests {
         #expect(data["size"] as? Int == imageBytes.count)
         // The server holds the very bytes.
         let link = try #require((data["link"] as? String).flatMap(URL.init(string:)))
-        let (stored, _) = try await Session.shared.data(for: Request(url: link))
+        let stored = try await fetch(Request(url: link))
         #expect(sha256Hex(stored) == sha256Hex(imageBytes))
         // The short note went out in-process before the hand-off.
         #expect(printed.contains("announced 200"))
-        let (binRequests, _) = try await Session.shared.data(for: Request(url: URL(string: binURL + "/requests")!))
+        let binRequests = try await fetch(Request(url: URL(string: binURL + "/requests")!))
         let notes = try #require(try JSONSerialization.jsonObject(with: binRequests) as? [Any])
         #expect(notes.count == 1)
         #expect("\(notes)".contains("cow.jpg"))
@@ -189,12 +198,14 @@ struct ByteClubProcess {
         let directory = try makeTemporaryDirectory()
         let output = directory.appendingPathComponent("stdout")
         _ = FileManager.default.createFile(atPath: output.path, contents: nil)
+        let errors = directory.appendingPathComponent("stderr")
+        _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = ["--port", "0", "--data-dir", directory.appendingPathComponent("data").path,
                              "--dev-client-id", clientID, "--log-level", "warning"]
         process.standardOutput = try FileHandle(forWritingTo: output)
-        process.standardError = FileHandle.nullDevice
+        process.standardError = try FileHandle(forWritingTo: errors)
         try process.run()
         func printed() -> String { (try? String(contentsOf: output, encoding: .utf8)) ?? "" }
         do {
@@ -209,6 +220,13 @@ struct ByteClubProcess {
             process.terminate()
             throw error
         }
+    }
+
+    /// Whether it still runs, and what it printed: for a request to it that failed.
+    var state: String {
+        let out = (try? String(contentsOf: directory.appendingPathComponent("stdout"), encoding: .utf8)) ?? ""
+        let err = (try? String(contentsOf: directory.appendingPathComponent("stderr"), encoding: .utf8)) ?? ""
+        return "byteclub-server \(process.isRunning ? "runs" : "exited with \(process.terminationStatus)"); stdout: \(out.suffix(800)); stderr: \(err.suffix(1500))"
     }
 
     func stop() {
