@@ -54,19 +54,24 @@ final class ClientConnection: Sendable {
     /// Requests read from this client and not answered yet.
     var requestsInFlight: Int { inbound.withLockedValue { $0.inFlight } }
 
-    /// Changes the inbound flow; a read it releases is asked of the channel (from any thread).
-    func flow(_ change: (inout InboundFlow) -> InboundFlow.Action) -> InboundFlow.Action {
-        inbound.withLockedValue { change(&$0) }
-    }
-
     /// `count` requests of this client were read and handed to the daemon.
     func arrived(_ count: Int) {
         inbound.withLockedValue { $0.arrived(count) }
     }
 
-    /// `count` requests of this client were answered: reading may go on.
+    /// `count` requests of this client were answered: reading may go on (from any thread).
     func served(_ count: Int) {
-        if flow({ $0.served(count) }) == .read { channel.read() }
+        if inbound.withLockedValue({ $0.served(count) }) == .read { channel.read() }
+    }
+
+    /// NIO wants to read the socket: whether it may (``InboundFlow``).
+    func mayRead() -> Bool {
+        inbound.withLockedValue { $0.readRequested() } == .read
+    }
+
+    /// The socket's write buffer crossed a water mark: whether a held read may go on now.
+    func writabilityChanged(_ writable: Bool) -> Bool {
+        inbound.withLockedValue { $0.writabilityChanged(writable) } == .read
     }
 
     /// Queues `message`. Returns false when it was not sent (the connection is closing, or
@@ -224,7 +229,7 @@ final class ConnectionHandler: ChannelDuplexHandler, Sendable {
 
     /// Reads only while the client is not ahead of its answers (``InboundFlow``).
     func read(context: ChannelHandlerContext) {
-        if connection.flow({ $0.readRequested() }) == .read { context.read() }
+        if connection.mayRead() { context.read() }
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
@@ -262,7 +267,7 @@ final class ConnectionHandler: ChannelDuplexHandler, Sendable {
             }
             stallTimer.withLockedValue { $0?.cancel(); $0 = timer }
         }
-        if connection.flow({ $0.writabilityChanged(writable) }) == .read { context.read() }
+        if connection.writabilityChanged(writable) { context.read() }
         context.fireChannelWritabilityChanged()
     }
 }

@@ -199,7 +199,7 @@ public actor Daemon {
     /// A silent connection is closed unless it owns or watches a session or waits for an
     /// answer: an app waiting for events may stay quiet for days.
     func closeIfIdle(_ connection: ClientConnection) {
-        let holdsSession = sessions.values.contains { $0.owner == connection.id || $0.watchers.contains(connection.id) }
+        let holdsSession = sessions.values.contains { $0.progressTargets.contains(connection.id) }
         guard !holdsSession, connection.requestsInFlight == 0 else { return }
         let seconds = Int(configuration.idleTimeout)
         connection.close(
