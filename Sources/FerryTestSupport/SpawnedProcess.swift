@@ -20,18 +20,24 @@ import Musl
 /// ```
 public final class SpawnedProcess: Sendable {
     public let pid: pid_t
-    /// Where standard output and standard error go.
-    public let log: URL
+    /// Where standard output and standard error go (nil: /dev/null).
+    public let log: URL?
+    /// Whether it leads a process group of its own, which `kill()` ends whole.
+    public let ownProcessGroup: Bool
     private let reaped = LockedStatus()
 
-    private init(pid: pid_t, log: URL) {
+    private init(pid: pid_t, log: URL?, ownProcessGroup: Bool) {
         self.pid = pid
         self.log = log
+        self.ownProcessGroup = ownProcessGroup
     }
 
     /// Starts `program` with `arguments`, the current environment plus `environment`, stdin
-    /// from /dev/null and stdout and stderr to `log`.
-    public static func start(_ program: String, _ arguments: [String], environment: [String: String] = [:], log: URL) throws -> SpawnedProcess {
+    /// from /dev/null and stdout and stderr to `log` (nil: /dev/null). With `ownProcessGroup`
+    /// it leads a new process group, so `kill()` also ends what it started (a script's `sleep`).
+    public static func start(
+        _ program: String, _ arguments: [String], environment: [String: String] = [:], log: URL?, ownProcessGroup: Bool = false
+    ) throws -> SpawnedProcess {
         let argv = ([program] + arguments).map { strdup($0) } + [nil]
         let merged = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let envp = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
@@ -43,12 +49,19 @@ public final class SpawnedProcess: Sendable {
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, log.path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 1, log?.path ?? "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        if ownProcessGroup {
+            posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
+            posix_spawnattr_setpgroup(&attributes, 0)
+        }
         var pid = pid_t()
-        let result = posix_spawn(&pid, program, &actions, nil, argv, envp)
+        let result = posix_spawn(&pid, program, &actions, &attributes, argv, envp)
         guard result == 0 else { throw SpawnError(message: "cannot start \(program): \(String(cString: strerror(result)))") }
-        return SpawnedProcess(pid: pid, log: log)
+        return SpawnedProcess(pid: pid, log: log, ownProcessGroup: ownProcessGroup)
     }
 
     /// The exit status (or 128 + signal), once the process has ended; nil while it runs.
@@ -67,10 +80,11 @@ public final class SpawnedProcess: Sendable {
     }
 
     /// The output so far.
-    public var output: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+    public var output: String { log.flatMap { try? String(contentsOf: $0, encoding: .utf8) } ?? "" }
 
-    /// SIGKILL, then reaps it.
+    /// SIGKILL (to its whole group when it leads one: what it started goes too), then reaps it.
     public func kill() {
+        if ownProcessGroup { Glibc.kill(-pid, SIGKILL) }
         guard exitStatus == nil else { return }
         Glibc.kill(pid, SIGKILL)
         var status: Int32 = 0

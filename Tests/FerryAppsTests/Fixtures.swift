@@ -78,41 +78,20 @@ func shareAlike(in sandbox: Sandbox) throws -> AppManifest {
 /// A child process in its own process group, so that `stop()` also ends what it started
 /// (a shell script's `sleep`). Foundation's `Process` waits for those grandchildren.
 struct Child {
-    let pid: pid_t
+    let process: SpawnedProcess
+    var pid: pid_t { process.pid }
 
     /// Starts `program args…` with stdin, stdout and stderr on /dev/null.
     init(_ program: String, _ arguments: [String]) throws {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        for descriptor in Int32(0)...2 {
-            posix_spawn_file_actions_addopen(&actions, descriptor, "/dev/null", descriptor == 0 ? O_RDONLY : O_WRONLY, 0)
-        }
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
-        posix_spawnattr_setpgroup(&attributes, 0)
-        let argv = ([program] + arguments).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, program, &actions, &attributes, argv, environ)
-        try #require(result == 0, "posix_spawn \(program): \(String(cString: strerror(result)))")
-        self.pid = pid
+        process = try SpawnedProcess.start(program, arguments, log: nil, ownProcessGroup: true)
     }
 
     /// SIGKILL to the whole group, then reaps the child.
-    func stop() {
-        kill(-pid, SIGKILL)
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0, errno == EINTR {}
-    }
+    func stop() { process.kill() }
 
     /// Waits for the child to end by itself (at most `seconds`); its exit status.
     func exitStatus(within seconds: Double = 10) async throws -> Int32 {
-        var status: Int32 = 0
-        try await poll(until: "child \(pid) to exit", timeout: .seconds(seconds), every: .milliseconds(10)) { waitpid(pid, &status, WNOHANG) == pid }
-        return (status >> 8) & 0xff
+        try await process.exit(within: .seconds(seconds))
     }
 }
 
