@@ -51,6 +51,30 @@ public struct Configuration: Sendable {
     /// Where downloads are written while they run. The system temporary directory.
     public var downloadDirectory: URL = FileManager.default.temporaryDirectory
 
+    // The network a background session's tasks may use. ferryd holds a task (without using an
+    // attempt) while the route to its host does not satisfy these; `ferry explain` says why.
+    // In-process sessions do not look at the network yet (docs/ferryd.md, "Network").
+
+    /// Background sessions: call ``SessionDelegate/session(_:taskIsWaitingForConnectivity:)``
+    /// once when a task waits for the network. A background task waits either way, as on Apple's platforms.
+    public var waitsForConnectivity: Bool = false
+    /// Background sessions: may use links ferryd counts as expensive (metered, cellular).
+    public var allowsExpensiveNetworkAccess: Bool = true
+    /// Background sessions: may use links ferryd counts as constrained.
+    public var allowsConstrainedNetworkAccess: Bool = true
+    /// Background sessions: may use cellular (WWAN) links.
+    public var allowsCellularAccess: Bool = true
+    /// Background sessions: the transfers can wait for an unmetered link and mains power.
+    public var isDiscretionary: Bool = false
+
+    /// What the session allows of the network, as ferryd is told it.
+    var networkAccess: NetworkAccess {
+        NetworkAccess(
+            waitsForConnectivity: waitsForConnectivity, allowsExpensiveNetworkAccess: allowsExpensiveNetworkAccess,
+            allowsConstrainedNetworkAccess: allowsConstrainedNetworkAccess, allowsCellularAccess: allowsCellularAccess,
+            isDiscretionary: isDiscretionary)
+    }
+
     /// Writes nothing of its own to disk beyond the downloads you ask for.
     ///
     /// Ferry keeps no cookie store or URL cache, so the two in-process kinds differ only

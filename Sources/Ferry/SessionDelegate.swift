@@ -39,6 +39,10 @@ public protocol SessionDelegate: AnyObject, Sendable {
     func session(_ session: Session, task: SessionTask, willPerformHTTPRedirection response: Response, newRequest request: Request) async -> Request?
     /// The task ended: `error` is nil on success (whatever the HTTP status).
     func session(_ session: Session, task: SessionTask, didCompleteWithError error: FerryError?) async
+    /// Background sessions with ``Configuration/waitsForConnectivity``: the task waits for the
+    /// network (no route to its host, or only links the configuration does not allow). Called
+    /// at most once per task; the task starts by itself when the network allows.
+    func session(_ session: Session, taskIsWaitingForConnectivity task: SessionTask) async
     /// The session was invalidated (after `finishTasksAndInvalidate` or `invalidateAndCancel`).
     func session(_ session: Session, didBecomeInvalidWithError error: FerryError?) async
     /// Background sessions: every event ferryd kept for this session has been delivered.
@@ -55,6 +59,7 @@ extension SessionDelegate {
     public func session(_ session: Session, downloadTask: DownloadTask, didFinishDownloadingTo location: URL) async {}
     public func session(_ session: Session, task: SessionTask, willPerformHTTPRedirection response: Response, newRequest request: Request) async -> Request? { request }
     public func session(_ session: Session, task: SessionTask, didCompleteWithError error: FerryError?) async {}
+    public func session(_ session: Session, taskIsWaitingForConnectivity task: SessionTask) async {}
     public func session(_ session: Session, didBecomeInvalidWithError error: FerryError?) async {}
     public func sessionDidFinishEvents(forBackgroundSession session: Session) async {}
 }

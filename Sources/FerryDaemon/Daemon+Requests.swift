@@ -139,6 +139,10 @@ extension Daemon {
             if attach.owner, let limit = attach.httpMaximumConnectionsPerHost {
                 try await store.setMaximumConnectionsPerHost(limit, session: session)
             }
+            if attach.owner, let access = attach.networkAccess {
+                try await store.setNetworkAccess(access, session: session)
+                wakeup.signal()  // a task held by the old policy may start under the new one
+            }
             let page = try await taskPage(session, after: 0, limit: nil)
             if attach.owner {
                 connection.logger.info("session attached", metadata: ["session": "\(session)", "owner": "true"])
@@ -290,6 +294,7 @@ extension Daemon {
         }
         await discardSpooledBody(of: updated)
         activity.cancelledTasks += 1
+        announcedWaiting.remove(key)
         logger.info("task cancelled", metadata: ["session": "\(key.session)", "task": "\(key.task)", "resumeData": "\(resumeData != nil)"])
         wakeup.signal()
         deliver(key.session)
@@ -351,6 +356,6 @@ extension Daemon {
             undeliveredEventCount: sessions.reduce(0) { $0 + $1.undeliveredEventCount },
             completedTaskCount: counts[.completed] ?? 0, failedTaskCount: counts[.failed] ?? 0,
             cancelledTaskCount: counts[.cancelled] ?? 0, residentMemoryBytes: DaemonMetrics.residentMemoryBytes(),
-            activity: activity)
+            activity: activity, network: network.status)
     }
 }

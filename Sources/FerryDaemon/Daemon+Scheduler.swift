@@ -33,42 +33,70 @@ extension Daemon {
                 lastCleanup = clock.now
                 await forgetFinishedTasks()
             }
-            let leftBlocked = await runDueTasks()
+            let held = await runDueTasks()
             let now = clock.now
             var deadline = (try? await store.nextRunnableDate(after: now)) ?? nil
             if let next = deadline, next <= now {
-                guard leftBlocked else {
+                switch held {
+                case .nothing:
                     // Became due while this pass ran (the clock moved): look again now.
                     await Task.yield()
                     continue
+                case .byLimits:
+                    // Runnable but held by a limit: a finishing task wakes us; look again in a second anyway.
+                    deadline = now.addingTimeInterval(1)
+                case .byNetwork:
+                    // Only the network or power holds them: the monitor wakes us when they change.
+                    deadline = (try? await store.nextRunnableDate(laterThan: now)) ?? nil
                 }
-                // Runnable but held by a limit: a finishing task wakes us; look again in a second anyway.
-                deadline = now.addingTimeInterval(1)
             }
             if let cleanup = lastCleanup?.addingTimeInterval(3600) { deadline = min(deadline ?? cleanup, cleanup) }
             await wakeup.wait(until: deadline, clock: clock)
         }
     }
 
-    /// One pass: starts runnable tasks within the global and per-host limits, highest
-    /// priority first, and records why the others wait. Returns whether any was held back
-    /// (or the store could not be read): then the scheduler looks again on a wake-up or in a
-    /// second, not at once.
-    func runDueTasks() async -> Bool {
+    /// What held runnable tasks back in a scheduling pass, and so when to look again.
+    enum Held {
+        /// Nothing: look again when the next task is due.
+        case nothing
+        /// A limit (or the store could not be read): on a wake-up, or in a second.
+        case byLimits
+        /// Only the network or power: when the monitor sees a change, or the next task is due.
+        case byNetwork
+    }
+
+    /// One pass: starts runnable tasks whose host the network reaches as their session allows,
+    /// within the global and per-host limits, highest priority first, and records why the
+    /// others wait.
+    func runDueTasks() async -> Held {
         let now = clock.now
         let due: [TaskRecord]
         do {
             due = try await store.runnableTasks(now: now, limit: 1000)
         } catch {
             logger.error("cannot read runnable tasks", metadata: ["error": "\(error)"])
-            return true  // look again in a second, not at once
+            return .byLimits  // look again in a second, not at once
         }
         var held: [TaskKey: WaitingReason] = [:]
-        var limits: [String: Int] = [:]
+        var sessionRecords: [String: SessionRecord?] = [:]
         for record in due where !isStopping {
             let key = record.key
             guard running[key] == nil else {
                 held[key] = WaitingReason(kind: .ready, message: "starting")  // its start is under way
+                continue
+            }
+            let host = record.request.url.host?.lowercased() ?? ""
+            let session: SessionRecord?
+            if let known = sessionRecords[record.sessionIdentifier] {
+                session = known
+            } else {
+                session = try? await store.session(record.sessionIdentifier)
+                sessionRecords[record.sessionIdentifier] = session
+            }
+            let access = session?.networkAccess ?? .unrestricted
+            if let hold = network.hold(host: host, access: access) {
+                held[key] = hold
+                announceWaiting(key, reason: hold, access: access)
                 continue
             }
             if running.count >= configuration.globalTaskLimit {
@@ -76,14 +104,7 @@ extension Daemon {
                     kind: .globalLimit, message: "ferryd already runs \(configuration.globalTaskLimit) tasks, its limit")
                 continue
             }
-            let host = record.request.url.host?.lowercased() ?? ""
-            let limit: Int
-            if let known = limits[record.sessionIdentifier] {
-                limit = known
-            } else {
-                limit = (try? await store.session(record.sessionIdentifier))?.maximumConnectionsPerHost ?? 6
-                limits[record.sessionIdentifier] = limit
-            }
+            let limit = session?.maximumConnectionsPerHost ?? 6
             let sameHost = running.values.filter { $0.session == record.sessionIdentifier && $0.host == host }.count
             if sameHost >= limit {
                 held[key] = WaitingReason(
@@ -96,7 +117,8 @@ extension Daemon {
             schedule(.attempt(record, task.attempt))
         }
         blocked = held
-        return !held.isEmpty
+        if held.isEmpty { return .nothing }
+        return held.values.allSatisfy(\.kind.isConnectivity) ? .byNetwork : .byLimits
     }
 
     /// Deletes finished, fully acknowledged tasks older than the retention (at start, then
@@ -259,6 +281,7 @@ extension Daemon {
         }
         await discardSpooledBody(of: completed)
         activity.completedTasks += 1
+        announcedWaiting.remove(key)
         logger.info("task completed", metadata: ["status": "\(result.response.statusCode)", "requests": "\(result.requestCount)"])
         deliver(key.session)
     }
@@ -328,6 +351,7 @@ extension Daemon {
         }
         await discardSpooledBody(of: failed)
         activity.failedTasks += 1
+        announcedWaiting.remove(key)
         deliver(key.session)
     }
 

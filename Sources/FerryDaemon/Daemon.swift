@@ -40,6 +40,13 @@ public actor Daemon {
     /// Why runnable tasks were left waiting in the last scheduling pass (limits).
     var blocked: [TaskKey: WaitingReason] = [:]
     let wakeup = Wakeup()
+    /// The network and power as the monitor last read them (NetworkMonitorService).
+    var network = NetworkConditions()
+    /// Signalled by the monitor's readings (and at once when there is no monitor): the
+    /// scheduler's first pass waits for the first, or it would start tasks the network cannot carry.
+    let networkRead = Signal()
+    /// Tasks whose owner was told they wait for the network (once per task; `announceWaiting`).
+    var announcedWaiting: Set<TaskKey> = []
     /// Jobs for the work service's task group (`schedule(_:)`), and where they are handed in.
     let jobs: AsyncStream<DaemonJob>
     let work: AsyncStream<DaemonJob>.Continuation

@@ -54,6 +54,14 @@ public struct DaemonConfiguration: Sendable {
     /// last change (their idempotency keys with them).
     public var finishedTaskRetention: TimeInterval = 7 * 24 * 3600
 
+    /// How ferryd follows link and route changes (`FERRYD_NETWORK_MONITOR`: `netlink`, `poll`,
+    /// `off`). Tasks wait while no link that is up routes to their host.
+    public var networkMonitoring: NetworkMonitoring = .automatic
+    /// Interface names ferryd counts as cellular, expensive (metered) or constrained.
+    public var networkInterfaceClasses = NetworkInterfaceClasses()
+    /// The kernel's power-supply class, read for discretionary tasks (mains or battery).
+    public var powerSupplyDirectory = URL(fileURLWithPath: "/sys/class/power_supply")
+
     public init(socketURL: URL, storeURL: URL, dataDirectory: URL) {
         self.socketURL = socketURL
         self.storeURL = storeURL

@@ -9,7 +9,7 @@ public import ServiceLifecycle
 extension Daemon {
     /// The daemon's services, in start order (a group stops them in reverse): the work
     /// (attempts, connections, launch timers, progress), event delivery (the pump and the
-    /// launcher), and the scheduler. Add ``ListenerService`` for the socket.
+    /// launcher), the network monitor, and the scheduler. Add ``ListenerService`` for the socket.
     ///
     /// ```swift
     /// let services = daemon.services() + [ListenerService(daemon: daemon, server: server)]
@@ -19,7 +19,10 @@ extension Daemon {
     /// try await group.run()
     /// ```
     public nonisolated func services() -> [any Service] {
-        [DaemonWorkService(daemon: self), EventDeliveryService(daemon: self), SchedulerService(daemon: self)]
+        [
+            DaemonWorkService(daemon: self), EventDeliveryService(daemon: self), NetworkMonitorService(daemon: self),
+            SchedulerService(daemon: self),
+        ]
     }
 
     /// Runs the daemon's services (not a listener) until it stops: for tests and embedders
@@ -64,7 +67,10 @@ struct SchedulerService: Service {
 
     func run() async throws {
         try await daemon.requeueInterruptedTasks()
-        await cancelWhenGracefulShutdown { await daemon.schedulerLoop() }
+        await cancelWhenGracefulShutdown {
+            await daemon.firstNetworkReading(within: .seconds(2))
+            await daemon.schedulerLoop()
+        }
     }
 }
 

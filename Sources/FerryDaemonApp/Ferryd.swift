@@ -29,6 +29,12 @@ struct Ferryd: AsyncParsableCommand {
     @Option(help: "trace, debug, info, notice, warning, error (default: $FERRYD_LOG_LEVEL, else info).")
     var logLevel: String?
 
+    @Option(help: """
+        How to follow network changes: netlink (polls /proc if netlink cannot be opened), poll[:SECONDS] \
+        (every 2 s by default), off (every host counts as reachable). Default: $FERRYD_NETWORK_MONITOR, else netlink.
+        """)
+    var networkMonitor: String?
+
     func run() async throws {
         // Writing past RLIMIT_FSIZE must fail the write (EFBIG), not kill ferryd.
         signal(SIGXFSZ, SIG_IGN)
@@ -54,6 +60,9 @@ struct Ferryd: AsyncParsableCommand {
 
         var configuration = DaemonConfiguration(socketURL: paths.socketURL, storeURL: paths.storeURL, dataDirectory: paths.dataDirectory)
         configuration.globalTaskLimit = globalTaskLimit
+        configuration.networkMonitoring = try Self.networkMonitoring(networkMonitor ?? environment["FERRYD_NETWORK_MONITOR"])
+        configuration.networkInterfaceClasses = Self.interfaceClasses(environment)
+        if let power = environment["FERRYD_POWER_SUPPLY_DIR"] { configuration.powerSupplyDirectory = URL(fileURLWithPath: power) }
         let store = try FerryStore(path: paths.storeURL.path, logger: Logger(label: "ferryd.store"))
         let registry = AppRegistry(paths: paths)
         let daemon = try Daemon(
@@ -73,5 +82,26 @@ struct Ferryd: AsyncParsableCommand {
         try await group.run()
         try? store.close()
         logger.notice("ferryd stopped")
+    }
+
+    static func networkMonitoring(_ text: String?) throws -> NetworkMonitoring {
+        guard let text, !text.isEmpty, text != "netlink" else { return .automatic }
+        if text == "off" { return .off }
+        if text == "poll" { return .polling(interval: 2) }
+        if text.hasPrefix("poll:"), let seconds = Double(text.dropFirst(5)), seconds > 0 { return .polling(interval: seconds) }
+        throw ValidationError("network monitor '\(text)': expected netlink, poll, poll:SECONDS or off")
+    }
+
+    /// `FERRYD_CELLULAR_INTERFACES`, `FERRYD_EXPENSIVE_INTERFACES`, `FERRYD_CONSTRAINED_INTERFACES`:
+    /// comma-separated name patterns (docs/ferryd.md).
+    static func interfaceClasses(_ environment: [String: String]) -> NetworkInterfaceClasses {
+        func patterns(_ name: String) -> [String]? {
+            environment[name].map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } }
+        }
+        var classes = NetworkInterfaceClasses()
+        if let cellular = patterns("FERRYD_CELLULAR_INTERFACES") { classes.cellular = cellular }
+        if let expensive = patterns("FERRYD_EXPENSIVE_INTERFACES") { classes.expensive = expensive }
+        if let constrained = patterns("FERRYD_CONSTRAINED_INTERFACES") { classes.constrained = constrained }
+        return classes
     }
 }

@@ -23,6 +23,9 @@ public enum DaemonMessage: Hashable, Sendable {
     case event(Event)
     /// Live progress; not stored, not acknowledged.
     case progress(TaskProgress)
+    /// A task of an owned session that asks for it (``NetworkAccess/waitsForConnectivity``)
+    /// waits for the network: the app's `taskIsWaitingForConnectivity`, once per task. Not stored.
+    case waitingForConnectivity(TaskWaiting)
     /// Every stored event of the session has been delivered: the app's `didFinishEvents`.
     case eventsFinished(sessionIdentifier: String)
     /// ferryd is closing the connection, and why (a bad frame, shutdown).
@@ -32,7 +35,7 @@ public enum DaemonMessage: Hashable, Sendable {
     public var typeName: String { tag.rawValue }
 
     enum Tag: String, TypeTag {
-        case welcome, refused, reply, failure, event, progress, eventsFinished, goodbye
+        case welcome, refused, reply, failure, event, progress, waitingForConnectivity, eventsFinished, goodbye
         static var family: String { "message" }
     }
 
@@ -44,6 +47,7 @@ public enum DaemonMessage: Hashable, Sendable {
         case .failure: .failure
         case .event: .event
         case .progress: .progress
+        case .waitingForConnectivity: .waitingForConnectivity
         case .eventsFinished: .eventsFinished
         case .goodbye: .goodbye
         }
@@ -59,6 +63,7 @@ extension DaemonMessage: Codable {
         case .failure: self = .failure(id: try decoder.field("requestID"), try decoder.field("error"))
         case .event: self = .event(try Event(from: decoder))
         case .progress: self = .progress(try TaskProgress(from: decoder))
+        case .waitingForConnectivity: self = .waitingForConnectivity(try TaskWaiting(from: decoder))
         case .eventsFinished: self = .eventsFinished(sessionIdentifier: try decoder.field("sessionIdentifier"))
         case .goodbye: self = .goodbye(try decoder.field("error"))
         }
@@ -72,6 +77,7 @@ extension DaemonMessage: Codable {
         case .failure(let id, let error): try encoder.encode(tag: tag, fields: ["requestID": id, "error": error])
         case .event(let event): try encoder.encode(tag: tag, payload: event)
         case .progress(let progress): try encoder.encode(tag: tag, payload: progress)
+        case .waitingForConnectivity(let waiting): try encoder.encode(tag: tag, payload: waiting)
         case .eventsFinished(let session): try encoder.encode(tag: tag, fields: ["sessionIdentifier": session])
         }
     }

@@ -179,13 +179,15 @@ public struct DaemonStatus: Hashable, Sendable, Codable {
     public var residentMemoryBytes: Int64?
     /// What ferryd did since it started.
     public var activity: DaemonActivity?
+    /// The network and power as ferryd sees them; nil until its monitor's first reading.
+    public var network: NetworkStatus?
 
     public init(
         daemonVersion: String, pid: Int32, startedAt: Date, socketPath: String? = nil, storePath: String? = nil,
         sessionCount: Int = 0, connectionCount: Int = 0, ownedSessionCount: Int = 0, waitingTaskCount: Int = 0,
         runningTaskCount: Int = 0, suspendedTaskCount: Int = 0, undeliveredEventCount: Int = 0,
         completedTaskCount: Int? = nil, failedTaskCount: Int? = nil, cancelledTaskCount: Int? = nil,
-        residentMemoryBytes: Int64? = nil, activity: DaemonActivity? = nil
+        residentMemoryBytes: Int64? = nil, activity: DaemonActivity? = nil, network: NetworkStatus? = nil
     ) {
         self.daemonVersion = daemonVersion
         self.pid = pid
@@ -204,6 +206,39 @@ public struct DaemonStatus: Hashable, Sendable, Codable {
         self.cancelledTaskCount = cancelledTaskCount
         self.residentMemoryBytes = residentMemoryBytes
         self.activity = activity
+        self.network = network
+    }
+}
+
+/// The network and power as ferryd's monitor last read them (`ferry daemon status`).
+public struct NetworkStatus: Hashable, Sendable, Codable {
+    /// Where the reading came from: `netlink`, or `proc` when polling.
+    public var source: String
+    /// A link that is up has a default route: hosts by name can be reached.
+    public var hasDefaultRoute: Bool
+    /// The links that are up (loopback aside), with what ferryd counts them as.
+    public var links: [Link]
+    public var isOnMains: Bool
+
+    public struct Link: Hashable, Sendable, Codable {
+        public var name: String
+        public var isExpensive: Bool
+        public var isConstrained: Bool
+        public var isCellular: Bool
+
+        public init(name: String, isExpensive: Bool = false, isConstrained: Bool = false, isCellular: Bool = false) {
+            self.name = name
+            self.isExpensive = isExpensive
+            self.isConstrained = isConstrained
+            self.isCellular = isCellular
+        }
+    }
+
+    public init(source: String, hasDefaultRoute: Bool, links: [Link], isOnMains: Bool) {
+        self.source = source
+        self.hasDefaultRoute = hasDefaultRoute
+        self.links = links
+        self.isOnMains = isOnMains
     }
 }
 

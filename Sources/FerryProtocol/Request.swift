@@ -1,3 +1,5 @@
+public import FerryCore
+
 /// What a client asks of ferryd, inside ``ClientMessage/request(id:_:)``.
 ///
 /// Only the connection that *owns* a session (attached with `owner: true`) may submit,
@@ -160,15 +162,19 @@ public struct AttachSession: Hashable, Sendable, Codable {
     /// tasks run against one host at once. nil keeps what the session had (6 at first).
     /// Only an owner's value is kept.
     public var httpMaximumConnectionsPerHost: Int?
+    /// What the session allows of the network. nil keeps what the session had (anything at
+    /// first). Only an owner's value is kept.
+    public var networkAccess: NetworkAccess?
 
     public init(
         sessionIdentifier: String, sharedContainerIdentifier: String? = nil, owner: Bool = true,
-        httpMaximumConnectionsPerHost: Int? = nil
+        httpMaximumConnectionsPerHost: Int? = nil, networkAccess: NetworkAccess? = nil
     ) {
         self.sessionIdentifier = sessionIdentifier
         self.sharedContainerIdentifier = sharedContainerIdentifier
         self.owner = owner
         self.httpMaximumConnectionsPerHost = httpMaximumConnectionsPerHost
+        self.networkAccess = networkAccess
     }
 }
 

@@ -31,12 +31,28 @@ public struct WaitingReason: Hashable, Sendable, Codable {
         public static let suspended = Kind(rawValue: "suspended")
         /// Runnable; it starts as soon as the scheduler gets to it.
         public static let ready = Kind(rawValue: "ready")
+        /// No route to the task's host: no link is up with a route there (a default route, for
+        /// a host name). It starts within a second of the network coming back.
+        public static let noNetwork = Kind(rawValue: "noNetwork")
+        /// The route is over an expensive (metered) link and the session does not allow it.
+        public static let expensiveNetwork = Kind(rawValue: "expensiveNetwork")
+        /// The route is over a constrained link and the session does not allow it.
+        public static let constrainedNetwork = Kind(rawValue: "constrainedNetwork")
+        /// The route is over a cellular link and the session does not allow it.
+        public static let cellularNetwork = Kind(rawValue: "cellularNetwork")
+        /// A discretionary task waits for an unmetered, unconstrained link and mains power.
+        public static let discretionary = Kind(rawValue: "discretionary")
+
+        /// Whether the hold is a network or power condition (what `taskIsWaitingForConnectivity` reports).
+        public var isConnectivity: Bool {
+            [Kind.noNetwork, .expensiveNetwork, .constrainedNetwork, .cellularNetwork, .discretionary].contains(self)
+        }
     }
 
     public var kind: Kind
     /// When the hold ends, for `beginDate`, `backingOff` and `retryAfter`.
     public var until: Date?
-    /// The host, for `hostLimit`.
+    /// The host, for `hostLimit` and the network kinds.
     public var host: String?
     /// The error of the failed attempt, for `backingOff` and `retryAfter`.
     public var error: FerryProtocolError?
@@ -49,5 +65,18 @@ public struct WaitingReason: Hashable, Sendable, Codable {
         self.host = host
         self.error = error
         self.message = message
+    }
+}
+
+/// A task and why it waits: ``DaemonMessage/waitingForConnectivity(_:)``.
+public struct TaskWaiting: Hashable, Sendable, Codable {
+    public var sessionIdentifier: String
+    public var taskIdentifier: Int
+    public var reason: WaitingReason
+
+    public init(sessionIdentifier: String, taskIdentifier: Int, reason: WaitingReason) {
+        self.sessionIdentifier = sessionIdentifier
+        self.taskIdentifier = taskIdentifier
+        self.reason = reason
     }
 }

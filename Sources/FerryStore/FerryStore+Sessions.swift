@@ -1,3 +1,4 @@
+public import FerryCore
 public import Foundation
 import GRDB
 
@@ -55,6 +56,21 @@ extension FerryStore {
         return try await write("set the connection limit of \(identifier)") { db in
             try db.execute(
                 sql: "UPDATE session SET maximum_connections_per_host = ? WHERE identifier = ?", arguments: [limit, identifier])
+            guard let session = try SessionRecord.fetchOne(db, sql: "SELECT * FROM session WHERE identifier = ?", arguments: [identifier])
+            else { throw FerryStoreError.unknownSession(identifier, path: path) }
+            return session
+        }
+    }
+
+    /// Sets what the session allows of the network and returns the session.
+    ///
+    /// - Throws: ``FerryStoreError/Code/unknownSession``.
+    @discardableResult
+    public func setNetworkAccess(_ access: NetworkAccess, session identifier: String) async throws -> SessionRecord {
+        let path = self.path
+        let json = String(decoding: try JSONEncoder().encode(access), as: UTF8.self)
+        return try await write("set the network access of \(identifier)") { db in
+            try db.execute(sql: "UPDATE session SET network_access = ? WHERE identifier = ?", arguments: [json, identifier])
             guard let session = try SessionRecord.fetchOne(db, sql: "SELECT * FROM session WHERE identifier = ?", arguments: [identifier])
             else { throw FerryStoreError.unknownSession(identifier, path: path) }
             return session

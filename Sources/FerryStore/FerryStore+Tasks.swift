@@ -122,6 +122,17 @@ extension FerryStore {
         return seconds.map { max(now, Date(timeIntervalSince1970: $0)) }
     }
 
+    /// When the next waiting task that is not yet runnable becomes so: nil if none waits for
+    /// a time. ferryd sleeps until then while the runnable ones wait for the network.
+    public func nextRunnableDate(laterThan now: Date) async throws -> Date? {
+        let seconds = try await read("find the next runnable time") { db in
+            try Double.fetchOne(
+                db, sql: "SELECT MIN(runnable_at) FROM task WHERE state = 'waiting' AND runnable_at > ?",
+                arguments: [now.timeIntervalSince1970])
+        }
+        return seconds.map { Date(timeIntervalSince1970: $0) }
+    }
+
     /// Changes one task in one transaction, and stores `events` in the same transaction, so a
     /// task is never marked completed without its completion event, nor the other way round.
     ///
@@ -227,6 +238,25 @@ extension FerryStore {
             try db.execute(
                 sql: "UPDATE task SET state = 'waiting', updated_at = ? WHERE state = 'running'",
                 arguments: [now.timeIntervalSince1970])
+            return db.changesCount
+        }
+    }
+
+    /// Brings forward the next attempt of waiting tasks that back off from one of `errorCodes`
+    /// (their host could not be reached) to `now`: the network came back, so waiting out the
+    /// backoff would only delay them. Returns how many there were.
+    @discardableResult
+    public func retryNow(backingOffFrom errorCodes: [String], now: Date = Date()) async throws -> Int {
+        guard !errorCodes.isEmpty else { return 0 }
+        let marks = Array(repeating: "?", count: errorCodes.count).joined(separator: ", ")
+        return try await write("retry tasks that could not reach their host") { db in
+            try db.execute(
+                sql: """
+                    UPDATE task SET next_attempt_at = ?, updated_at = ?
+                    WHERE state = 'waiting' AND retry_reason = 'backoff' AND next_attempt_at > ?
+                      AND last_error_code IN (\(marks))
+                    """,
+                arguments: StatementArguments([now.timeIntervalSince1970, now.timeIntervalSince1970, now.timeIntervalSince1970] + errorCodes))
             return db.changesCount
         }
     }

@@ -20,6 +20,9 @@ enum Schema {
         migrator.registerMigration("v5") { db in
             try db.execute(sql: v5)
         }
+        migrator.registerMigration("v6") { db in
+            try db.execute(sql: v6)
+        }
         return migrator
     }
 
@@ -117,5 +120,11 @@ enum Schema {
     static let v5 = """
         ALTER TABLE task ADD COLUMN response_status INTEGER
             CONSTRAINT task_response_status_range CHECK (response_status IS NULL OR response_status BETWEEN 100 AND 999);
+        """
+
+    /// What a session allows of the network (`NetworkAccess` as JSON; `{}`: anything).
+    static let v6 = """
+        ALTER TABLE session ADD COLUMN network_access TEXT NOT NULL DEFAULT '{}'
+            CONSTRAINT session_network_access_json CHECK (json_valid(network_access));
         """
 }

@@ -1,3 +1,4 @@
+public import FerryCore
 public import Foundation
 
 /// A background session: one row of the `session` table.
@@ -16,6 +17,8 @@ public struct SessionRecord: Hashable, Sendable, Codable {
     public var createdAt: Date
     /// Tasks of this session running against one host at once (`httpMaximumConnectionsPerHost`).
     public var maximumConnectionsPerHost: Int
+    /// What the session allows of the network (stored as JSON; fields left out keep their defaults).
+    public var networkAccess: NetworkAccess
     /// The last task identifier handed out; identifiers are never reused within a session.
     public internal(set) var lastTaskIdentifier: Int
 
@@ -25,6 +28,7 @@ public struct SessionRecord: Hashable, Sendable, Codable {
         self.sharedContainerIdentifier = sharedContainerIdentifier
         self.createdAt = createdAt
         self.maximumConnectionsPerHost = 6
+        self.networkAccess = .unrestricted
         self.lastTaskIdentifier = 0
     }
 
@@ -35,6 +39,7 @@ public struct SessionRecord: Hashable, Sendable, Codable {
         case createdAt = "created_at"
         case lastTaskIdentifier = "last_task_identifier"
         case maximumConnectionsPerHost = "maximum_connections_per_host"
+        case networkAccess = "network_access"
     }
 }
 

@@ -33,10 +33,12 @@ public final class SpawnedProcess: Sendable {
     }
 
     /// Starts `program` with `arguments`, the current environment plus `environment`, stdin
-    /// from /dev/null and stdout and stderr to `log` (nil: /dev/null). With `ownProcessGroup`
-    /// it leads a new process group, so `kill()` also ends what it started (a script's `sleep`).
+    /// from /dev/null and stdout and stderr to `log` (nil: /dev/null; emptied first unless
+    /// `appending`). With `ownProcessGroup` it leads a new process group, so `kill()` also ends
+    /// what it started (a script's `sleep`).
     public static func start(
-        _ program: String, _ arguments: [String], environment: [String: String] = [:], log: URL?, ownProcessGroup: Bool = false
+        _ program: String, _ arguments: [String], environment: [String: String] = [:], log: URL?, appending: Bool = false,
+        ownProcessGroup: Bool = false
     ) throws -> SpawnedProcess {
         let argv = ([program] + arguments).map { strdup($0) } + [nil]
         let merged = ProcessInfo.processInfo.environment.merging(environment) { $1 }
@@ -49,7 +51,7 @@ public final class SpawnedProcess: Sendable {
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, log?.path ?? "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 1, log?.path ?? "/dev/null", O_WRONLY | O_CREAT | (appending ? O_APPEND : O_TRUNC), 0o600)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -73,6 +75,8 @@ public final class SpawnedProcess: Sendable {
         reaped.value = code
         return code
     }
+
+    public var isRunning: Bool { exitStatus == nil }
 
     /// Waits (polling) for the process to end; its exit status.
     public func exit(within timeout: Duration) async throws -> Int32 {

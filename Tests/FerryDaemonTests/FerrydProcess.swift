@@ -15,7 +15,9 @@ final class FerrydProcess: @unchecked Sendable {  // used by one test at a time
     var runtimeDirectory: URL { root.appendingPathComponent("run") }
     var socketPath: String { runtimeDirectory.appendingPathComponent("ferryd.sock").path }
     var logURL: URL { root.appendingPathComponent("ferryd.log") }
-    private(set) var process: Process?
+    /// Started with `posix_spawn`: a wrapper that execs ferryd (`ip netns exec`, `sh -c 'exec …'`)
+    /// would stall Foundation's `Process` monitoring (see ``SpawnedProcess``).
+    private(set) var process: SpawnedProcess?
     /// Prefixed to the command line (`["/bin/sh", "-c", "ulimit -f 64; exec \"$0\" \"$@\""]`).
     var wrapper: [String] = []
     var extraArguments: [String] = []
@@ -26,8 +28,11 @@ final class FerrydProcess: @unchecked Sendable {  // used by one test at a time
         _ = FileManager.default.createFile(atPath: logURL.path, contents: nil)
     }
 
+    /// Added to the test's own environment.
+    var extraEnvironment: [String: String] = [:]
+
     var environment: [String: String] {
-        var environment = ProcessInfo.processInfo.environment
+        var environment = ProcessInfo.processInfo.environment.merging(extraEnvironment) { $1 }
         environment["FERRY_DATA_DIR"] = dataDirectory.path
         environment["FERRY_RUNTIME_DIR"] = runtimeDirectory.path
         environment["FERRYD_LOG_LEVEL"] = "debug"
@@ -57,17 +62,8 @@ final class FerrydProcess: @unchecked Sendable {  // used by one test at a time
     func start() async throws {
         // The test target depends on FerryDaemonApp, so `swift test` builds `ferryd` with the tests.
         let binary = try BuiltProducts.path(of: "ferryd")
-        let process = Process()
         let command = wrapper + [binary] + extraArguments
-        process.executableURL = URL(fileURLWithPath: command[0])
-        process.arguments = Array(command.dropFirst())
-        process.environment = environment
-        process.standardInput = FileHandle.nullDevice
-        let log = try FileHandle(forWritingTo: logURL)
-        log.seekToEndOfFile()
-        process.standardOutput = log
-        process.standardError = log
-        try process.run()
+        let process = try SpawnedProcess.start(command[0], Array(command.dropFirst()), environment: environment, log: logURL, appending: true)
         self.process = process
         try await poll(until: "ferryd to answer a hello on \(socketPath)", timeout: .seconds(15), every: .milliseconds(50), observed: "its log:\n\(self.log.suffix(3000))") {
             if (try? await RawClient.connected(to: socketPath, name: "probe")) != nil { return true }
@@ -78,10 +74,8 @@ final class FerrydProcess: @unchecked Sendable {  // used by one test at a time
 
     /// SIGKILL, and waits until it is gone.
     func kill9() {
-        guard let process else { return }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        self.process = nil
+        process?.kill()
+        process = nil
     }
 
     /// SIGTERM, and waits (≤ 20 s) for it to exit; returns its status. One that does not exit
@@ -89,27 +83,23 @@ final class FerrydProcess: @unchecked Sendable {  // used by one test at a time
     @discardableResult
     func terminate() async throws -> Int32 {
         guard let process else { return 0 }
-        kill(process.processIdentifier, SIGTERM)
+        kill(process.pid, SIGTERM)
         do {
-            try await poll(until: "ferryd to exit after SIGTERM", timeout: .seconds(20), every: .milliseconds(50),
-                           observed: "its log:\n\(log.suffix(2000))") { !process.isRunning }
+            let status = try await process.exit(within: .seconds(20))
+            self.process = nil
+            return status
         } catch {
             kill9()
-            throw error
+            throw TestFailure("ferryd did not exit within 20 s of SIGTERM; its log:\n\(log.suffix(2000))")
         }
-        process.waitUntilExit()
-        self.process = nil
-        return process.terminationStatus
     }
 
     /// Waits (≤ 20 s) for ferryd to exit on its own (after a `stop` request); its status.
     func exitStatus() async throws -> Int32 {
         guard let process else { return 0 }
-        try await poll(until: "ferryd to exit", timeout: .seconds(20), every: .milliseconds(50),
-                       observed: "its log:\n\(log.suffix(2000))") { !process.isRunning }
-        process.waitUntilExit()
+        let status = try await process.exit(within: .seconds(20))
         self.process = nil
-        return process.terminationStatus
+        return status
     }
 
     var log: String { (try? String(contentsOf: logURL, encoding: .utf8)) ?? "" }

@@ -48,6 +48,9 @@ enum Fixtures {
         .attach(AttachSession(sessionIdentifier: session, sharedContainerIdentifier: "group.example", owner: true)),
         .attach(AttachSession(sessionIdentifier: session, owner: false)),
         .attach(AttachSession(sessionIdentifier: session, owner: true, httpMaximumConnectionsPerHost: 2)),
+        .attach(AttachSession(
+            sessionIdentifier: session, owner: true,
+            networkAccess: NetworkAccess(waitsForConnectivity: true, allowsExpensiveNetworkAccess: false, isDiscretionary: true))),
         .status,
         .metrics,
         .stop,
@@ -89,7 +92,10 @@ enum Fixtures {
                 activity.retries = 2
                 activity.bytesReceived = 1 << 30
                 return activity
-            }())),
+            }(),
+            network: NetworkStatus(
+                source: "netlink", hasDefaultRoute: true,
+                links: [.init(name: "eth0"), .init(name: "wwan0", isExpensive: true, isCellular: true)], isOnMains: false))),
         .metrics("# TYPE ferryd_attempts_total counter\nferryd_attempts_total 8\n"),
         .stopping,
         .taskIdentifier(17),
@@ -122,6 +128,9 @@ enum Fixtures {
          .failure(id: 3, FerryProtocolError(.backgroundSessionInUseByAnotherProcess, "pid 77 owns it")),
          .progress(TaskProgress(sessionIdentifier: session, taskIdentifier: 4, bytesSent: 10, bytesReceived: 0, bytesExpectedToSend: 100)),
          .progress(TaskProgress(sessionIdentifier: session, taskIdentifier: 5)),
+         .waitingForConnectivity(TaskWaiting(
+            sessionIdentifier: session, taskIdentifier: 6,
+            reason: WaitingReason(kind: .noNetwork, host: "example.com", message: "no network: no link that is up has a route to example.com"))),
          .eventsFinished(sessionIdentifier: session),
          .goodbye(FerryProtocolError(.frameTooLarge, "too big"))]
         + replies.enumerated().map { .reply(id: UInt64($0.offset), $0.element) }

@@ -1,3 +1,4 @@
+import FerryCore
 import Foundation
 @testable import FerryStore
 import Testing
@@ -53,6 +54,34 @@ struct SchedulingStateTests {
             #expect(try await store.session("s")?.maximumConnectionsPerHost == 2)
             let error = await #expect(throws: FerryStoreError.self) { try await store.setMaximumConnectionsPerHost(3, session: "nope") }
             #expect(error?.code == .unknownSession)
+        }
+    }
+
+    @Test("a session's network access starts unrestricted, is kept as set, and an unknown session is refused")
+    func networkAccess() async throws {
+        try await withStore { (store, _) async throws in
+            #expect(try await store.session("s")?.networkAccess == .unrestricted)
+            let access = NetworkAccess(waitsForConnectivity: true, allowsExpensiveNetworkAccess: false, isDiscretionary: true)
+            #expect(try await store.setNetworkAccess(access, session: "s").networkAccess == access)
+            #expect(try await store.session("s")?.networkAccess == access)
+            let error = await #expect(throws: FerryStoreError.self) { try await store.setNetworkAccess(access, session: "nope") }
+            #expect(error?.code == .unknownSession)
+        }
+    }
+
+    @Test("retryNow brings forward only waiting tasks that back off from the given errors; nextRunnableDate(laterThan:) skips due ones")
+    func retryNowAfterUnreachable() async throws {
+        try await withStore { (store, _) async throws in
+            for key in ["a", "b", "c"] { _ = try await store.submit(download(key), now: t0) }
+            for (task, code, reason) in [(1, "cannotConnectToHost", RetryWait.backoff), (2, "http503", .retryAfter), (3, "badServerResponse", .backoff)] {
+                _ = try await store.updateState(session: "s", task: task, to: .running, now: t0)
+                try await store.scheduleRetry(session: "s", task: task, errorCode: code, errorMessage: code, at: t0 + 600, reason: reason, now: t0)
+            }
+            #expect(try await store.nextRunnableDate(laterThan: t0) == t0 + 600)
+            #expect(try await store.retryNow(backingOffFrom: ["cannotConnectToHost", "timedOut"], now: t0 + 1) == 1)
+            #expect(try await store.runnableTasks(now: t0 + 1).map(\.taskIdentifier) == [1])
+            #expect(try await store.nextRunnableDate(laterThan: t0 + 1) == t0 + 600, "the due task is not 'later'")
+            #expect(try await store.retryNow(backingOffFrom: [], now: t0 + 1) == 0)
         }
     }
 

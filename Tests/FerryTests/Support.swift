@@ -99,6 +99,11 @@ final class RecordingDelegate: SessionDelegate, @unchecked Sendable {
         completed.continuation.yield(error)
     }
 
+    func session(_ session: Session, taskIsWaitingForConnectivity task: SessionTask) async {
+        enter("waiting for connectivity \(task.taskIdentifier)")
+        leave()
+    }
+
     /// Waits for the next completion (bounded by the test's own time limit).
     func nextCompletion() async -> FerryError?? {
         for await error in completed.stream { return .some(error) }

@@ -37,6 +37,13 @@ struct BackgroundEventRouter: Sendable {
                 await handle(event)
             case .progress(let progress):
                 self.progress(progress)
+            case .waitingForConnectivity(let waiting):
+                if let delegate = session.delegate {
+                    let session = self.session
+                    for task in session.backgroundTasks(waiting.taskIdentifier) {
+                        await session.delegateQueue.ask { await delegate.session(session, taskIsWaitingForConnectivity: task) }
+                    }
+                }
             case .eventsFinished:
                 if let delegate = session.delegate {
                     let session = self.session

@@ -77,7 +77,8 @@ final class BackgroundLink: Sendable {
             sessionIdentifier: sessionIdentifier,
             sharedContainerIdentifier: configuration.sharedContainerIdentifier,
             owner: true,
-            httpMaximumConnectionsPerHost: min(max(configuration.httpMaximumConnectionsPerHost, 1), 64))
+            httpMaximumConnectionsPerHost: min(max(configuration.httpMaximumConnectionsPerHost, 1), 64),
+            networkAccess: configuration.networkAccess)
     }
 
     /// The connection to ferryd was lost (ferryd crashed or was stopped) while the session

@@ -91,6 +91,14 @@ struct Daemon: AsyncParsableCommand {
                                 + "\(activity.failedTasks) failed, \(activity.cancelledTasks) cancelled; "
                                 + "\(ProgressBar.bytes(activity.bytesReceived)) received, \(ProgressBar.bytes(activity.bytesSent)) sent")
                 }
+                if let network = status.network {
+                    let links = network.links.map { link in
+                        link.name + ([link.isCellular ? "cellular" : nil, link.isExpensive ? "expensive" : nil, link.isConstrained ? "constrained" : nil]
+                            .compactMap { $0 }.map { " (\($0))" }.joined())
+                    }
+                    Console.out("  network: \(network.hasDefaultRoute ? "online" : "no default route"); links up: "
+                                + "\(links.isEmpty ? "none" : links.joined(separator: ", ")); \(network.isOnMains ? "mains power" : "on battery") (\(network.source))")
+                }
                 if let rss = status.residentMemoryBytes { Console.out("  memory \(ProgressBar.bytes(rss))") }
                 if let socket = status.socketPath { Console.out("  socket \(socket)") }
                 if let store = status.storePath { Console.out("  store \(store)") }

@@ -1,0 +1,65 @@
+import FerryCore
+import FerryEngine
+import FerryProtocol
+import Foundation
+
+extension Daemon {
+    /// Error codes of attempts that could not reach their host: their backoff is cut short
+    /// when the network gets better.
+    static let unreachableErrorCodes = [
+        FerryError.Code.cannotConnectToHost, .cannotFindHost, .networkConnectionLost, .timedOut, .secureConnectionFailed,
+    ].map(\.description)
+
+    /// The monitor's new reading. When more routes are usable than before, tasks backing off
+    /// from an unreachable host are due at once, and the scheduler looks again now: waiting
+    /// transfers start within a second of the network coming back, not at their next backoff.
+    func networkChanged(_ conditions: NetworkConditions) async {
+        let before = network
+        network = conditions
+        let links = conditions.path.map { $0.links.values.filter { $0.isUp && !$0.isLoopback }.map(\.name).sorted() } ?? []
+        logger.info("network changed", metadata: [
+            "links": "\(links.joined(separator: ","))", "defaultRoute": "\(conditions.path?.hasDefaultRoute ?? true)",
+            "mains": "\(conditions.isOnMains)",
+        ])
+        networkRead.signal()
+        if conditions.isBetter(than: before) {
+            do {
+                let due = try await store.retryNow(backingOffFrom: Self.unreachableErrorCodes, now: clock.now)
+                if due > 0 { logger.notice("network is back: retrying now", metadata: ["tasks": "\(due)"]) }
+            } catch {
+                logger.warning("cannot bring retries forward", metadata: ["error": "\(error)"])
+            }
+        }
+        wakeup.signal()
+    }
+
+    /// Waits (at most `limit`, in real time) for the monitor's first reading.
+    nonisolated func firstNetworkReading(within limit: Duration) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.networkRead.wait() }
+            group.addTask { try? await Task.sleep(for: limit) }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
+    /// Tells the owner of a task held by the network that it waits, once per task, when its
+    /// session asked (`waitsForConnectivity`): the app's `taskIsWaitingForConnectivity`.
+    func announceWaiting(_ key: TaskKey, reason: WaitingReason, access: NetworkAccess) {
+        guard access.waitsForConnectivity, !announcedWaiting.contains(key), let owner = owner(of: key.session),
+            let connection = connections[owner]
+        else { return }
+        announcedWaiting.insert(key)
+        connection.send(.waitingForConnectivity(TaskWaiting(sessionIdentifier: key.session, taskIdentifier: key.task, reason: reason)))
+    }
+}
+
+extension NetworkConditions {
+    /// Whether this reading reaches something the other did not: a usable route it lacked, or
+    /// mains power back. Unknown (nil) reaches everything.
+    func isBetter(than other: NetworkConditions) -> Bool {
+        guard let path else { return other.path != nil }
+        guard let old = other.path else { return false }
+        return !path.usableRoutes.isSubset(of: old.usableRoutes) || (isOnMains && !other.isOnMains)
+    }
+}

@@ -1,0 +1,74 @@
+import FerryCore
+import FerryProtocol
+
+/// The network and power as the scheduler sees them, and its one question: may a task of a
+/// session with this ``NetworkAccess`` start against this host now, or what does it wait for?
+struct NetworkConditions: Hashable, Sendable {
+    /// nil until the monitor's first reading (or with the monitor off): every host is reachable.
+    var path: NetworkPath?
+    var isOnMains = true
+    /// What the reading came from (`netlink`, `proc`), for status.
+    var source = "none"
+
+    /// For `status`: nil before the first reading.
+    var status: NetworkStatus? {
+        guard let path else { return nil }
+        let links = path.links.values.filter { $0.isUp && !$0.isLoopback }.sorted { $0.name < $1.name }.map {
+            NetworkStatus.Link(name: $0.name, isExpensive: $0.isExpensive, isConstrained: $0.isConstrained, isCellular: $0.isCellular)
+        }
+        return NetworkStatus(source: source, hasDefaultRoute: path.hasDefaultRoute, links: links, isOnMains: isOnMains)
+    }
+
+    /// Why a task to `host` may not start, or nil when it may.
+    func hold(host: String, access: NetworkAccess) -> WaitingReason? {
+        guard let path else { return nil }
+        guard let link = path.link(toward: host) else {
+            return WaitingReason(kind: .noNetwork, host: host, message: "no network: no link that is up has a route to \(host)")
+        }
+        if link.isLoopback { return nil }
+        if link.isCellular, !access.allowsCellularAccess {
+            return WaitingReason(kind: .cellularNetwork, host: host,
+                message: "the route to \(host) is over cellular link \(link.name) and the session does not allow it (allowsCellularAccess)")
+        }
+        if link.isExpensive, !access.allowsExpensiveNetworkAccess {
+            return WaitingReason(kind: .expensiveNetwork, host: host,
+                message: "the route to \(host) is over expensive link \(link.name) and the session does not allow it (allowsExpensiveNetworkAccess)")
+        }
+        if link.isConstrained, !access.allowsConstrainedNetworkAccess {
+            return WaitingReason(kind: .constrainedNetwork, host: host,
+                message: "the route to \(host) is over constrained link \(link.name) and the session does not allow it (allowsConstrainedNetworkAccess)")
+        }
+        if access.isDiscretionary, link.isExpensive || link.isConstrained || !isOnMains {
+            let wants = link.isExpensive || link.isConstrained ? "an unmetered link (\(link.name) is not)" : "mains power (on battery)"
+            return WaitingReason(kind: .discretionary, host: host, message: "discretionary: waits for \(wants)")
+        }
+        return nil
+    }
+}
+
+/// Which interfaces ferryd counts as cellular, expensive or constrained: shell patterns of
+/// interface names. The kernel does not know which link is metered; NetworkManager does, and
+/// reading it over D-Bus is not built yet (docs/ferryd.md).
+public struct NetworkInterfaceClasses: Hashable, Sendable {
+    /// WWAN links (`ww*` in systemd's predictable names). Cellular links are also expensive.
+    public var cellular: [String] = ["ww*"]
+    public var expensive: [String] = []
+    public var constrained: [String] = []
+
+    public init(cellular: [String] = ["ww*"], expensive: [String] = [], constrained: [String] = []) {
+        self.cellular = cellular
+        self.expensive = expensive
+        self.constrained = constrained
+    }
+}
+
+/// How ferryd learns of network changes.
+public enum NetworkMonitoring: Hashable, Sendable {
+    /// rtnetlink notifications (a change is seen within milliseconds); polling when a netlink
+    /// socket cannot be opened.
+    case automatic
+    /// Reads /proc every `interval` seconds; no netlink.
+    case polling(interval: Double)
+    /// No monitor: every host counts as reachable.
+    case off
+}

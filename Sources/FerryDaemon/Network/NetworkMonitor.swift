@@ -1,0 +1,135 @@
+import Foundation
+import Glibc
+import Logging
+import ServiceLifecycle
+
+/// Follows the network namespace's links and routes (and the power supply) and hands each
+/// reading that differs from the last to the daemon (`Daemon.networkChanged(_:)`).
+struct NetworkMonitorService: Service {
+    let daemon: Daemon
+
+    func run() async {
+        let watch = NetworkWatch(
+            monitoring: daemon.configuration.networkMonitoring, classes: daemon.configuration.networkInterfaceClasses,
+            powerSupply: daemon.configuration.powerSupplyDirectory, logger: daemon.logger)
+        if daemon.configuration.networkMonitoring == .off { daemon.networkRead.signal() }  // no reading will come
+        await cancelWhenGracefulShutdown {
+            await withTaskCancellationHandler {
+                for await conditions in watch.readings { await daemon.networkChanged(conditions) }
+            } onCancel: {
+                watch.stop()
+            }
+        }
+    }
+}
+
+/// The watcher's thread: netlink reads and `poll` block, so they run on a thread of their own,
+/// never on Swift concurrency's pool. It reads once at start, then after each change
+/// notification (50 ms later, so a burst of changes is read once), and every
+/// `recheckInterval` anyway (power changes, a lost notification). Polling mode reads every
+/// interval. `stop()` ends the thread and the stream.
+final class NetworkWatch: Sendable {
+    let readings: AsyncStream<NetworkConditions>
+    private let continuation: AsyncStream<NetworkConditions>.Continuation
+    /// Written to stop the thread (a pipe: `poll` waits on it beside the netlink socket).
+    private let stopPipe: (read: Int32, write: Int32)
+
+    /// With netlink, how often ferryd reads anyway.
+    static let recheckInterval = 10.0
+
+    init(monitoring: NetworkMonitoring, classes: NetworkInterfaceClasses, powerSupply: URL, logger: Logger) {
+        (readings, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
+        var fds: [Int32] = [-1, -1]
+        if pipe(&fds) == 0 {
+            for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }  // not inherited by the apps ferryd launches
+        } else {
+            fds = [-1, -1]
+        }
+        stopPipe = (fds[0], fds[1])
+        guard monitoring != .off, stopPipe.read >= 0 else {
+            if monitoring != .off { logger.error("no network monitor: cannot make its pipe", metadata: ["errno": "\(errno)"]) }
+            return  // the stream stays open until stop(): a service that ends would stop ferryd
+        }
+        let (continuation, stopFD) = (self.continuation, stopPipe.read)
+        let thread = Thread {
+            Self.watch(monitoring, classes: classes, powerSupply: powerSupply, stop: stopFD, logger: logger) { continuation.yield($0) }
+            close(stopFD)
+        }
+        thread.name = "ferryd network monitor"
+        thread.start()
+    }
+
+    func stop() {
+        if stopPipe.write >= 0 {
+            var byte: UInt8 = 1
+            _ = write(stopPipe.write, &byte, 1)
+        }
+        continuation.finish()
+    }
+
+    deinit {
+        if stopPipe.write >= 0 { close(stopPipe.write) }
+    }
+
+    private static func watch(
+        _ monitoring: NetworkMonitoring, classes: NetworkInterfaceClasses, powerSupply: URL, stop: Int32, logger: Logger,
+        publish: (NetworkConditions) -> Void
+    ) {
+        var changes: Int32 = -1
+        var interval = recheckInterval
+        switch monitoring {
+        case .automatic:
+            do {
+                changes = try RouteNetlink.changeSocket()
+            } catch {
+                logger.warning("netlink is not available; polling the network every 2 s", metadata: ["error": "\(error)"])
+                interval = 2
+            }
+        case .polling(let seconds): interval = max(0.1, seconds)
+        case .off: return
+        }
+        defer { if changes >= 0 { close(changes) } }
+        var last: NetworkConditions?
+        var failing = false
+        func read() {
+            do {
+                let path = changes >= 0 ? try RouteNetlink.read() : try ProcNetwork.read()
+                let conditions = NetworkConditions(
+                    path: path.classified(by: classes), isOnMains: PowerSupply.isOnMains(root: powerSupply),
+                    source: changes >= 0 ? "netlink" : "proc")
+                failing = false
+                guard conditions != last else { return }
+                last = conditions
+                publish(conditions)
+            } catch {
+                if !failing { logger.error("cannot read the network's links and routes", metadata: ["error": "\(error)"]) }
+                failing = true
+            }
+        }
+        read()
+        // Until stop() writes to the pipe; each turn waits in poll.
+        while true {
+            var fds = [pollfd(fd: stop, events: Int16(POLLIN), revents: 0), pollfd(fd: changes, events: Int16(POLLIN), revents: 0)]
+            let ready = poll(&fds, changes >= 0 ? 2 : 1, Int32(interval * 1000))
+            if ready < 0, errno == EINTR { continue }
+            if ready < 0 || fds[0].revents != 0 { return }
+            if changes >= 0, fds[1].revents != 0 {
+                drain(changes)
+                var quiet = [pollfd(fd: stop, events: Int16(POLLIN), revents: 0)]
+                if poll(&quiet, 1, 50) > 0 { return }
+                drain(changes)
+            }
+            read()
+        }
+    }
+
+    /// Reads what notifications wait (their content is not needed: ferryd reads the whole
+    /// state again). ENOBUFS (notifications were lost) needs nothing more for the same reason.
+    private static func drain(_ fd: Int32) {
+        var buffer = [UInt8](repeating: 0, count: 16 << 10)
+        for _ in 0..<1000 {
+            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if count <= 0, errno != ENOBUFS || count == 0 { return }
+        }
+    }
+}

@@ -1,0 +1,108 @@
+import Glibc
+
+/// What ferryd knows of its network namespace: the links and the routes over them. A value,
+/// read whole from the kernel (netlink, or /proc when polling) each time something changes,
+/// so a missed notification costs a delay, never a wrong state.
+struct NetworkPath: Hashable, Sendable {
+    /// A network interface and what ferryd makes of it.
+    struct Link: Hashable, Sendable {
+        var name: String
+        /// Administratively up and with a carrier (`IFF_UP` and `IFF_RUNNING`).
+        var isUp: Bool
+        var isLoopback: Bool
+        /// A WWAN link (the configuration's `cellularInterfaces`, `ww*` by default).
+        var isCellular = false
+        /// Metered: cellular, or named in the configuration's `expensiveInterfaces`.
+        var isExpensive = false
+        /// Named in the configuration's `constrainedInterfaces`.
+        var isConstrained = false
+
+        static let loopback = Link(name: "lo", isUp: true, isLoopback: true)
+    }
+
+    /// A unicast route of the main table (or a local address of the local table).
+    struct Route: Hashable, Sendable {
+        /// 4 bytes for IPv4, 16 for IPv6; the prefix's bits, the rest zero.
+        var destination: [UInt8]
+        var prefixLength: Int
+        var link: String
+        /// Lower wins among routes of the same prefix length.
+        var metric: UInt32 = 0
+        /// A route to one of this machine's own addresses: reached through loopback.
+        var isLocal = false
+
+        var isDefault: Bool { prefixLength == 0 }
+    }
+
+    var links: [String: Link] = [:]
+    var routes: [Route] = []
+
+    /// The link a connection to `host` would leave by, or nil when there is none that is up.
+    /// An IP literal takes the longest matching route; a name (it must be resolved first)
+    /// takes the best default route of either family. Loopback hosts always have a path.
+    func link(toward host: String) -> Link? {
+        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        if bare.lowercased() == "localhost" || bare.lowercased().hasSuffix(".localhost") { return .loopback }
+        guard let address = Self.address(bare) else {
+            return usable(routes.filter(\.isDefault)).first.flatMap { links[$0.link] }
+        }
+        if Self.isLoopback(address) { return .loopback }
+        let matching = usable(routes.filter { $0.destination.count == address.count && Self.prefix(of: address, matches: $0) })
+        guard let best = matching.first else { return nil }
+        return best.isLocal ? .loopback : links[best.link]
+    }
+
+    /// Whether a host name (not a literal) would find a link: the "online" of `ferry daemon status`.
+    var hasDefaultRoute: Bool { !usable(routes.filter(\.isDefault)).isEmpty }
+
+    /// The routes whose link is up (or that are local), as a set: what can be reached.
+    var usableRoutes: Set<Route> { Set(routes.filter { $0.isLocal || links[$0.link]?.isUp == true }) }
+
+    /// The routes whose link is up, best first: longest prefix, then lowest metric.
+    private func usable(_ candidates: [Route]) -> [Route] {
+        candidates
+            .filter { $0.isLocal || links[$0.link]?.isUp == true }
+            .sorted { ($0.prefixLength, UInt32.max - $0.metric) > ($1.prefixLength, UInt32.max - $1.metric) }
+    }
+
+    static func address(_ text: String) -> [UInt8]? {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 { return withUnsafeBytes(of: &v4) { Array($0) } }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, text, &v6) == 1 { return withUnsafeBytes(of: &v6) { Array($0) } }
+        return nil
+    }
+
+    static func isLoopback(_ address: [UInt8]) -> Bool {
+        if address.count == 4 { return address[0] == 127 }
+        if address == Array(repeating: 0, count: 15) + [1] { return true }
+        // ::ffff:127.x.x.x
+        return address.count == 16 && address[0..<10].allSatisfy { $0 == 0 } && address[10] == 0xff && address[11] == 0xff && address[12] == 127
+    }
+
+    static func prefix(of address: [UInt8], matches route: Route) -> Bool {
+        var bits = route.prefixLength
+        for (index, byte) in address.enumerated() where bits > 0 {
+            let mask: UInt8 = bits >= 8 ? 0xff : ~(0xff >> UInt8(bits))
+            if byte & mask != route.destination[index] & mask { return false }
+            bits -= 8
+        }
+        return true
+    }
+}
+
+extension NetworkPath {
+    /// Marks links cellular, expensive or constrained by the configuration's name patterns
+    /// (shell globs, `fnmatch`). Linux has no kernel notion of a metered link; see docs/ferryd.md.
+    func classified(by classes: NetworkInterfaceClasses) -> NetworkPath {
+        var path = self
+        for (name, link) in links {
+            var link = link
+            link.isCellular = classes.cellular.contains { fnmatch($0, name, 0) == 0 }
+            link.isExpensive = link.isCellular || classes.expensive.contains { fnmatch($0, name, 0) == 0 }
+            link.isConstrained = classes.constrained.contains { fnmatch($0, name, 0) == 0 }
+            path.links[name] = link
+        }
+        return path
+    }
+}

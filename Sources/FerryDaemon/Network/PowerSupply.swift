@@ -1,0 +1,24 @@
+import Foundation
+
+/// Whether the machine runs on mains power, from the kernel's power-supply class (what UPower
+/// reads): on mains when a `Mains`/`USB` supply is online, or when there is no battery at all
+/// (a desktop or a server). Discretionary tasks wait while this is false.
+enum PowerSupply {
+    static func isOnMains(root: URL = URL(fileURLWithPath: "/sys/class/power_supply")) -> Bool {
+        let supplies = (try? FileManager.default.contentsOfDirectory(at: root, includingPropertiesForKeys: nil)) ?? []
+        var hasBattery = false
+        for supply in supplies {
+            let type = value("type", of: supply)
+            if type == "Battery" {
+                hasBattery = true
+            } else if value("online", of: supply) == "1" {
+                return true
+            }
+        }
+        return !hasBattery
+    }
+
+    private static func value(_ name: String, of supply: URL) -> String? {
+        (try? String(contentsOf: supply.appendingPathComponent(name), encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}
