@@ -105,7 +105,7 @@ struct Watch: AsyncParsableCommand {
 struct Explain: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "explain",
-        abstract: "Say why a task is not moving (begin date, backoff after an error, Retry-After, limits) and when it next tries.")
+        abstract: "Say why a task is not moving (begin date, backoff after an error, Retry-After, limits, no network or a link its session does not allow) and when it next tries.")
 
     @Argument(help: "The task identifier (see `ferry list`).") var task: String
     @OptionGroup var options: DaemonOptions
