@@ -309,7 +309,7 @@ let package = Package(
         ),
         .testTarget(
             name: "FerryStoreTests",
-            dependencies: ["FerryStore", "FerryCore"],
+            dependencies: ["FerryStore", "FerryCore", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -160,15 +160,22 @@ public struct AttachSession: Hashable, Sendable, Codable {
     /// tasks run against one host at once. nil keeps what the session had (6 at first).
     /// Only an owner's value is kept.
     public var httpMaximumConnectionsPerHost: Int?
+    /// For a session this attach creates: false makes it a session whose events ferryd
+    /// acknowledges itself whenever no process owns it, instead of keeping them for the next
+    /// owner (the `ferry` CLI's sessions: ferryd delivers their files, and nobody comes back
+    /// for their events). Only for a session of no app (an app's is relaunched for its
+    /// events); ignored for a session that exists. nil or true: events are kept.
+    public var keepsEvents: Bool?
 
     public init(
         sessionIdentifier: String, sharedContainerIdentifier: String? = nil, owner: Bool = true,
-        httpMaximumConnectionsPerHost: Int? = nil
+        httpMaximumConnectionsPerHost: Int? = nil, keepsEvents: Bool? = nil
     ) {
         self.sessionIdentifier = sessionIdentifier
         self.sharedContainerIdentifier = sharedContainerIdentifier
         self.owner = owner
         self.httpMaximumConnectionsPerHost = httpMaximumConnectionsPerHost
+        self.keepsEvents = keepsEvents
     }
 }
 

@@ -20,6 +20,10 @@ enum Schema {
         migrator.registerMigration("v5") { db in
             try db.execute(sql: v5)
         }
+        // "v6" is network awareness (another branch); the names only need to be unique.
+        migrator.registerMigration("v7") { db in
+            try db.execute(sql: v7)
+        }
         return migrator
     }
 
@@ -117,5 +121,20 @@ enum Schema {
     static let v5 = """
         ALTER TABLE task ADD COLUMN response_status INTEGER
             CONSTRAINT task_response_status_range CHECK (response_status IS NULL OR response_status BETWEEN 100 AND 999);
+        """
+
+    /// Where ferryd delivers a finished download (`deliverTo`, absolute) and where it did
+    /// (`delivered_to`: that path or the first free name beside it); sessions whose events
+    /// ferryd acknowledges itself while nobody owns them (`keeps_events` 0). The `ferry` CLI's
+    /// sessions (app `unregistered.ferry-cli`) made before this are such sessions too: nobody
+    /// ever came back for their events.
+    static let v7 = """
+        ALTER TABLE task ADD COLUMN deliver_to TEXT
+            CONSTRAINT task_deliver_to_absolute CHECK (deliver_to IS NULL OR substr(deliver_to, 1, 1) = '/');
+        ALTER TABLE task ADD COLUMN delivered_to TEXT
+            CONSTRAINT task_delivered_to_absolute CHECK (delivered_to IS NULL OR substr(delivered_to, 1, 1) = '/');
+        ALTER TABLE session ADD COLUMN keeps_events INTEGER NOT NULL DEFAULT 1
+            CONSTRAINT session_keeps_events CHECK (keeps_events IN (0, 1));
+        UPDATE session SET keeps_events = 0 WHERE app_bundle_identifier = 'unregistered.ferry-cli';
         """
 }

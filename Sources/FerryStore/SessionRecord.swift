@@ -16,15 +16,19 @@ public struct SessionRecord: Hashable, Sendable, Codable {
     public var createdAt: Date
     /// Tasks of this session running against one host at once (`httpMaximumConnectionsPerHost`).
     public var maximumConnectionsPerHost: Int
+    /// False: ferryd acknowledges the session's events itself while no process owns it,
+    /// instead of keeping them for the next owner (the `ferry` CLI's sessions).
+    public var keepsEvents: Bool
     /// The last task identifier handed out; identifiers are never reused within a session.
     public internal(set) var lastTaskIdentifier: Int
 
-    public init(identifier: String, appBundleIdentifier: String, sharedContainerIdentifier: String? = nil, createdAt: Date) {
+    public init(identifier: String, appBundleIdentifier: String, sharedContainerIdentifier: String? = nil, keepsEvents: Bool = true, createdAt: Date) {
         self.identifier = identifier
         self.appBundleIdentifier = appBundleIdentifier
         self.sharedContainerIdentifier = sharedContainerIdentifier
         self.createdAt = createdAt
         self.maximumConnectionsPerHost = 6
+        self.keepsEvents = keepsEvents
         self.lastTaskIdentifier = 0
     }
 
@@ -35,6 +39,7 @@ public struct SessionRecord: Hashable, Sendable, Codable {
         case createdAt = "created_at"
         case lastTaskIdentifier = "last_task_identifier"
         case maximumConnectionsPerHost = "maximum_connections_per_host"
+        case keepsEvents = "keeps_events"
     }
 }
 
