@@ -172,6 +172,7 @@ let package = Package(
                 "FerryStore",
                 "FerryEngine",
                 "FerryApps",
+                "FerrySystem",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

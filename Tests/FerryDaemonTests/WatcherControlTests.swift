@@ -4,9 +4,9 @@ import FerryTestSupport
 import Foundation
 import Testing
 
-/// Who may suspend, resume or cancel a task of a session another connection owns: a watcher
-/// of a session of no app (the CLI's own: `ferry pause` from a second shell), never one of an
-/// app's session.
+/// Who may submit, suspend, resume or cancel a task of a session another connection owns: a
+/// watcher of a session of no app (the CLI's own: `ferry download` or `ferry pause` from a
+/// second shell), never one of an app's session.
 @Suite("Task control by a watcher")
 struct WatcherControlTests {
     static func waitingTask(on daemon: InProcessDaemon, session: String) async throws -> (owner: RawClient, task: Int) {
@@ -37,6 +37,21 @@ struct WatcherControlTests {
         await daemon.shutdown()
     }
 
+    @Test("in a session of no app, a watcher submits a task while another connection owns the session (a second `ferry download`)")
+    func watcherSubmits() async throws {
+        let daemon = try await InProcessDaemon()
+        let (owner, first) = try await Self.waitingTask(on: daemon, session: "ferry.cli")
+        let watcher = try await daemon.client("ferry")
+        try await watcher.request(.attach("ferry.cli", owner: false))
+        var submission = TaskSubmission.download("ferry.cli", "http://127.0.0.1:9/second")
+        submission.earliestBeginDate = Date(timeIntervalSince1970: 1_900_000_000)
+        let second = try await watcher.submit(submission)
+        #expect(second.taskIdentifier == first + 1)
+        #expect(try await daemon.task("ferry.cli", second.taskIdentifier).state == .waiting)
+        owner.close()
+        await daemon.shutdown()
+    }
+
     @Test("in an app's session a watcher may not change a task (notOwner), and nothing changes")
     func appSession() async throws {
         let app = PeerApp(bundleIdentifier: "com.example.photos", containingApp: nil)
@@ -45,11 +60,13 @@ struct WatcherControlTests {
         let watcher = try await daemon.client("ferry")
         try await watcher.request(.attach("com.example.photos.bg", owner: false))
         let reference = TaskReference(sessionIdentifier: "com.example.photos.bg", taskIdentifier: task)
-        for request: FerryProtocol.Request in [.suspend(reference), .cancel(reference)] {
+        let submission = TaskSubmission.download("com.example.photos.bg", "http://127.0.0.1:9/never")
+        for request: FerryProtocol.Request in [.suspend(reference), .cancel(reference), .submit(submission)] {
             let error = await #expect(throws: FerryProtocolError.self) { try await watcher.request(request) }
             #expect(error?.code == .notOwner)
         }
         #expect(try await daemon.task("com.example.photos.bg", task).state == .waiting)
+        #expect(try await daemon.store.tasks(in: "com.example.photos.bg").count == 1)
         await daemon.shutdown()
     }
 
