@@ -12,9 +12,14 @@ struct WatcherControlTests {
     static func waitingTask(on daemon: InProcessDaemon, session: String) async throws -> (owner: RawClient, task: Int) {
         let owner = try await daemon.client("owner")
         try await owner.request(.attach(session))
+        return (owner, try await owner.submit(neverStarting(session)).taskIdentifier)
+    }
+
+    /// A download that waits for a begin date years away: nothing runs.
+    static func neverStarting(_ session: String) -> TaskSubmission {
         var submission = TaskSubmission.download(session, "http://127.0.0.1:9/never")
-        submission.earliestBeginDate = Date(timeIntervalSince1970: 1_900_000_000)  // waits: nothing runs
-        return (owner, try await owner.submit(submission).taskIdentifier)
+        submission.earliestBeginDate = Date(timeIntervalSince1970: 1_900_000_000)
+        return submission
     }
 
     @Test("in a session of no app, a watcher suspends, resumes and cancels a task the owner's connection holds")
@@ -43,9 +48,7 @@ struct WatcherControlTests {
         let (owner, first) = try await Self.waitingTask(on: daemon, session: "ferry.cli")
         let watcher = try await daemon.client("ferry")
         try await watcher.request(.attach("ferry.cli", owner: false))
-        var submission = TaskSubmission.download("ferry.cli", "http://127.0.0.1:9/second")
-        submission.earliestBeginDate = Date(timeIntervalSince1970: 1_900_000_000)
-        let second = try await watcher.submit(submission)
+        let second = try await watcher.submit(Self.neverStarting("ferry.cli"))
         #expect(second.taskIdentifier == first + 1)
         #expect(try await daemon.task("ferry.cli", second.taskIdentifier).state == .waiting)
         owner.close()
@@ -60,8 +63,7 @@ struct WatcherControlTests {
         let watcher = try await daemon.client("ferry")
         try await watcher.request(.attach("com.example.photos.bg", owner: false))
         let reference = TaskReference(sessionIdentifier: "com.example.photos.bg", taskIdentifier: task)
-        let submission = TaskSubmission.download("com.example.photos.bg", "http://127.0.0.1:9/never")
-        for request: FerryProtocol.Request in [.suspend(reference), .cancel(reference), .submit(submission)] {
+        for request: FerryProtocol.Request in [.suspend(reference), .cancel(reference), .submit(Self.neverStarting("com.example.photos.bg"))] {
             let error = await #expect(throws: FerryProtocolError.self) { try await watcher.request(request) }
             #expect(error?.code == .notOwner)
         }
