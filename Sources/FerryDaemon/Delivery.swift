@@ -31,6 +31,15 @@ enum Delivery {
     /// How many numbered names beside the asked one are tried.
     static let maximumNumber = 999
 
+    /// The mode of a delivered file: a new file's, 0666 less ferryd's umask (which it has from
+    /// the process that started it), as `ferry get` and curl make them. While it downloads,
+    /// ferryd keeps the file `0600` in its own folder.
+    static let fileMode: mode_t = {
+        let mask = umask(0)
+        umask(mask)
+        return 0o666 & ~mask
+    }()
+
     /// What keeps ferryd from delivering a file to `path` (its folder is missing or not
     /// writable, or the path is a folder); nil when nothing does. A file already there is no
     /// problem: the download takes a free name beside it.
@@ -56,6 +65,7 @@ enum Delivery {
         for candidate in names(for: target) {
             if link(file, candidate) == 0 {
                 unlink(file)
+                chmod(candidate, fileMode)
                 return candidate
             }
             let code = errno
@@ -103,9 +113,7 @@ enum Delivery {
         let source = open(file, O_RDONLY | O_CLOEXEC)
         guard source >= 0 else { throw failure("read", file, errno) }
         defer { close(source) }
-        var info = stat()
-        let mode = fstat(source, &info) == 0 ? mode_t(info.st_mode & 0o777) : 0o600
-        let destination = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+        let destination = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, fileMode)
         guard destination >= 0 else {
             let code = errno
             if code == EEXIST { return false }

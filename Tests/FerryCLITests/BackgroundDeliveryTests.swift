@@ -34,6 +34,11 @@ extension BackgroundCommandTests {
             let id = try #require(submitted.json?["task"] as? Int)
             let task = try await completed(id, ferry)
             #expect(try sha256Hex(ofFile: target) == TestContent.sha256Hex(count: size, seed: 21))
+            // A new file's mode, from the umask ferryd got from this process (read without changing it).
+            let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
+            let mask = try #require(status.split(separator: "\n").first { $0.hasPrefix("Umask:") }.flatMap { Int($0.dropFirst(6).trimmingCharacters(in: .whitespaces), radix: 8) })
+            let mode = (try FileManager.default.attributesOfItem(atPath: target)[.posixPermissions] as? NSNumber)?.intValue
+            #expect(mode == 0o666 & ~mask)
             #expect(Self.real(task["deliveredTo"] as? String ?? "") == Self.real(target))
             let human = try await ferry.run(["list"])
             #expect(human.stdout.contains("→ \(task["deliveredTo"] as? String ?? "?")"), "\(human.stdout)")
