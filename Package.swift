@@ -172,6 +172,7 @@ let package = Package(
                 "FerryStore",
                 "FerryEngine",
                 "FerryApps",
+                "FerrySystem",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -309,7 +310,7 @@ let package = Package(
         ),
         .testTarget(
             name: "FerryStoreTests",
-            dependencies: ["FerryStore", "FerryCore"],
+            dependencies: ["FerryStore", "FerryCore", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -54,6 +54,7 @@ public struct TaskDescription: Hashable, Sendable, Codable {
         if kind == .upload, bodyFile?.isEmpty ?? true { return "an upload needs a body file" }
         if let bodyFile, !bodyFile.hasPrefix("/") { return "the body file must be an absolute path" }
         if let destination, !destination.hasPrefix("/") { return "the destination must be an absolute path" }
+        if options.deliverTo != nil, kind != .download { return "only a download can be delivered to a path (deliverTo)" }
         return options.problem
     }
 
@@ -132,13 +133,27 @@ public struct TaskOptions: Hashable, Sendable, Codable {
     /// (``RetryPolicy/decide(_:for:failures:timeLeft:random:)``). nil: ferryd's default,
     /// ``RetryPolicy/untilResourceTimeout``.
     public var retryPolicy: RetryPolicy?
+    /// Where ferryd puts a download once it completed with a status below 400: an absolute
+    /// path outside the session's container, checked when the task is submitted (its folder
+    /// exists and ferryd, the user's own process, may write in it). ferryd moves the file
+    /// there (renames it, or copies it to another file system) and never replaces a file
+    /// already there: `photo.jpg` taken becomes `photo (1).jpg`, the first free name. The
+    /// path it used is the task's `deliveredTo` and its `downloadFinished` location.
+    /// nil: the file stays where it was written (``TaskDescription/destination``).
+    ///
+    /// ```swift
+    /// var download = TaskDescription(kind: .download, request: TaskRequest(url: URL(string: "http://127.0.0.1:8080/big.iso")!))
+    /// download.deliverTo = "/home/me/Downloads/big.iso"
+    /// ```
+    public var deliverTo: String?
 
     /// What ``timeoutIntervalForResource`` is when a task leaves it out: 7 days.
     public static let defaultResourceTimeout: Double = 7 * 24 * 3600
 
     public init(
         idempotencyKey: String? = nil, priority: Double = 0.5, earliestBeginDate: Date? = nil, taskDescription: String? = nil,
-        timeoutIntervalForResource: Double? = nil, timeoutIntervalForRequest: Double? = nil, retryPolicy: RetryPolicy? = nil
+        timeoutIntervalForResource: Double? = nil, timeoutIntervalForRequest: Double? = nil, retryPolicy: RetryPolicy? = nil,
+        deliverTo: String? = nil
     ) {
         self.idempotencyKey = idempotencyKey
         self.priority = priority
@@ -147,6 +162,7 @@ public struct TaskOptions: Hashable, Sendable, Codable {
         self.timeoutIntervalForResource = timeoutIntervalForResource
         self.timeoutIntervalForRequest = timeoutIntervalForRequest
         self.retryPolicy = retryPolicy
+        self.deliverTo = deliverTo
     }
 
     /// What is wrong with the options, naming the first field that is; nil when nothing is.
@@ -158,11 +174,15 @@ public struct TaskOptions: Hashable, Sendable, Codable {
         for (name, value) in [("timeoutIntervalForResource", timeoutIntervalForResource), ("timeoutIntervalForRequest", timeoutIntervalForRequest)] {
             if let value, !(value > 0 && value.isFinite) { return "\(name) is a positive number of seconds" }
         }
+        if let deliverTo, !deliverTo.hasPrefix("/") || deliverTo.hasSuffix("/") || deliverTo.utf8.contains(0) {
+            return "deliverTo is the absolute path of a file"
+        }
         return nil
     }
 
     enum CodingKeys: String, CodingKey {
         case idempotencyKey, priority, earliestBeginDate, taskDescription, timeoutIntervalForResource, timeoutIntervalForRequest, retryPolicy
+        case deliverTo
     }
 
     /// A missing priority is the default, 0.5; every other field is optional.
@@ -175,5 +195,6 @@ public struct TaskOptions: Hashable, Sendable, Codable {
         timeoutIntervalForResource = try container.decodeIfPresent(Double.self, forKey: .timeoutIntervalForResource)
         timeoutIntervalForRequest = try container.decodeIfPresent(Double.self, forKey: .timeoutIntervalForRequest)
         retryPolicy = try container.decodeIfPresent(RetryPolicy.self, forKey: .retryPolicy)
+        deliverTo = try container.decodeIfPresent(String.self, forKey: .deliverTo)
     }
 }

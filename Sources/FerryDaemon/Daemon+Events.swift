@@ -95,6 +95,7 @@ extension Daemon {
             let count = try? await store.undeliveredEvents(in: session, limit: 1).count, count > 0,
             owner(of: session) == nil
         else { return }
+        if await settleUnclaimedEvents(of: record) { return }
         let app = record.appBundleIdentifier
         if Self.isUnregistered(app) {
             logger.debug("events wait for an unregistered client; nothing to launch", metadata: ["session": "\(session)"])

@@ -36,19 +36,7 @@ extension Daemon {
             return .invalidated(SessionReference(sessionIdentifier: invalidate.sessionIdentifier))
         case .acknowledge(let ack):
             let single = Set(ack.sequences ?? []).filter { $0 > ack.upToSequence }
-            let handedOver = try await finishedDownloads(in: ack.sessionIdentifier, upTo: ack.upToSequence, also: single)
-            let removed = try await store.acknowledge(session: ack.sessionIdentifier, upTo: ack.upToSequence, also: single.sorted())
-            // As the platform does: a downloaded file the app did not move during its callback
-            // is deleted. Only files in ferryd's own downloads folder; a destination the app
-            // named is the app's.
-            for file in handedOver { try? FileManager.default.removeItem(at: file) }
-            if try await store.undeliveredEvents(in: ack.sessionIdentifier, limit: 1).isEmpty {
-                // Everything delivered: the launch backoff starts afresh next time.
-                update(ack.sessionIdentifier) { presence in
-                    presence.launch?.timer?.stop()
-                    presence.launch = nil
-                }
-            }
+            let removed = try await acknowledgeEvents(in: ack.sessionIdentifier, upTo: ack.upToSequence, also: single)
             logger.debug("acknowledged", metadata: ["session": "\(ack.sessionIdentifier)", "upTo": "\(ack.upToSequence)", "removed": "\(removed)"])
             return .acknowledged(ack)
         case .status:
@@ -75,26 +63,6 @@ extension Daemon {
             schedule(.stop)
         default:
             break
-        }
-    }
-
-    /// The files of the `downloadFinished` events up to `sequence` (and of the `single` ones
-    /// after it) that lie in ferryd's own downloads folder of the session's container.
-    private func finishedDownloads(in session: String, upTo sequence: Int64, also single: Set<Int64>) async throws -> [URL] {
-        guard let record = try await store.session(session) else { return [] }
-        let folder = containerURL(of: record).appendingPathComponent("downloads", isDirectory: true)
-        let last = max(sequence, single.max() ?? 0)
-        var files: [URL] = []
-        var after: Int64 = 0
-        while true {
-            let events = try await store.undeliveredEvents(in: session, after: after, limit: 500).filter { $0.sequence <= last }
-            for event in events where event.kind == "downloadFinished" && (event.sequence <= sequence || single.contains(event.sequence)) {
-                if case .downloadFinished(let finished)? = try? event.event().kind, Self.isInside(finished.location, folder) {
-                    files.append(URL(fileURLWithPath: finished.location))
-                }
-            }
-            guard events.count == 500, let next = events.last?.sequence else { return files }
-            after = next
         }
     }
 
@@ -133,7 +101,13 @@ extension Daemon {
         do {
             let bundle = app.containingApp ?? app.bundleIdentifier ?? Self.unregistered(client: connection.hello.map { FerryPaths.fileName($0.clientName) } ?? "client")
             if existing == nil {
-                _ = try await store.openSession(session, appBundleIdentifier: bundle, sharedContainerIdentifier: attach.sharedContainerIdentifier, now: clock.now)
+                let keepsEvents = attach.keepsEvents ?? true
+                if !keepsEvents, !Self.isUnregistered(bundle) {
+                    throw FerryProtocolError(.badRequest, "keepsEvents false is for a session of no app: \(bundle) is launched for its session's events")
+                }
+                _ = try await store.openSession(
+                    session, appBundleIdentifier: bundle, sharedContainerIdentifier: attach.sharedContainerIdentifier,
+                    keepsEvents: keepsEvents, now: clock.now)
                 logger.info("session created", metadata: ["session": "\(session)", "app": "\(bundle)"])
             }
             if attach.owner, let limit = attach.httpMaximumConnectionsPerHost {
@@ -210,6 +184,7 @@ extension Daemon {
                 throw FerryProtocolError(.badRequest, "the body file \(body) does not exist or cannot be read by ferryd")
             }
         }
+        try checkDelivery(of: submission)
         if let destination = submission.destination, !Self.isInside(destination, container) {
             throw FerryProtocolError(.badRequest, "a download's destination must be inside the session's container \(container.path)")
         }

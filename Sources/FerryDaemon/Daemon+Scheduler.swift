@@ -262,13 +262,23 @@ extension Daemon {
                 offset = end
             }
         }
+        var delivered: String?
         if case .file(let file, _) = destination {
-            kinds.append(.downloadFinished(DownloadFinished(location: file.path)))
+            do {
+                delivered = try await placeDownload(file, of: record, status: result.response.statusCode, logger: logger)
+            } catch {
+                try? FileManager.default.removeItem(at: file)
+                logger.notice("task failed", metadata: ["error": "cannotWriteToFile"])
+                try await fail(key, code: "cannotWriteToFile", message: "\(error.message); the download was deleted", resumeData: nil)
+                return
+            }
+            kinds.append(.downloadFinished(DownloadFinished(location: delivered ?? file.path)))
         }
         kinds.append(.completed)
         let events = try kinds.map { try $0.newEvent(session: key.session, task: key.task) }
-        let completed = try await store.updateTask(session: key.session, task: key.task, appending: events, now: clock.now) { stored in
+        let completed = try await store.updateTask(session: key.session, task: key.task, appending: events, now: clock.now) { [delivered] stored in
             stored.state = .completed
+            stored.deliveredTo = delivered
             stored.responseStatus = result.response.statusCode
             stored.bytesSent = result.bytesSent
             stored.bytesReceived = result.bytesReceived

@@ -188,12 +188,15 @@ public actor Daemon {
         connection.logger.debug("disconnected")
     }
 
-    /// A session of no app (made by `ferry` or another unregistered client) is the user's own:
-    /// any connection attached to it, as a watcher too, may suspend, resume or cancel its
-    /// tasks, so `ferry pause` works from a second shell while a `--wait` in the first owns
-    /// the session. An app's session stays its owner's alone, as on the platform.
-    private func mayControlWithoutOwning(_ request: FerryProtocol.Request, session: String, from connection: ClientConnection) async throws -> Bool {
-        guard request.controlsOneTask, sessions[session]?.watchers.contains(connection.id) == true,
+    /// Whether `connection` may send `request`, which only an owner may send: it owns the
+    /// session, or it watches a session of no app (made by `ferry` or another unregistered
+    /// client: the user's own) and the request submits a task or suspends, resumes or cancels
+    /// one. So `ferry download` and `ferry pause` work from a second shell while a `--wait` in
+    /// the first owns the session. An app's session stays its owner's alone, as on the platform.
+    func mayChange(_ request: FerryProtocol.Request, session: String, from connection: ClientConnection) async throws -> Bool {
+        if owner(of: session) == connection.id { return true }
+        let submits = if case .submit = request { true } else { false }
+        guard submits || request.controlsOneTask, sessions[session]?.watchers.contains(connection.id) == true,
             let record = try await store.session(session)
         else { return false }
         return Self.isUnregistered(record.appBundleIdentifier)
@@ -260,7 +263,7 @@ public actor Daemon {
             do {
                 let request = FerryProtocol.Request.submit(submission)
                 try request.validate()
-                guard owner(of: submission.sessionIdentifier) == connection.id else {
+                guard try await mayChange(request, session: submission.sessionIdentifier, from: connection) else {
                     throw FerryProtocolError(.notOwner, "this connection does not own session \(submission.sessionIdentifier): attach with owner: true first")
                 }
                 prepared.append((id, try await prepare(submission)))
@@ -294,9 +297,7 @@ public actor Daemon {
         if let session = request.sessionIdentifier { logger[metadataKey: "session"] = "\(session)" }
         do {
             try request.validate()
-            if request.requiresOwner, let session = request.sessionIdentifier, owner(of: session) != connection.id,
-                try await !mayControlWithoutOwning(request, session: session, from: connection)
-            {
+            if request.requiresOwner, let session = request.sessionIdentifier, try await !mayChange(request, session: session, from: connection) {
                 throw FerryProtocolError(
                     .notOwner, "this connection does not own session \(session): attach with owner: true first")
             }

@@ -19,7 +19,7 @@ extension TaskRecord {
             bytesExpectedToSend: bytesExpectedToSend, bytesExpectedToReceive: bytesExpectedToReceive,
             attemptCount: attemptCount, nextAttemptDate: state == .waiting ? nextAttemptAt : nil,
             lastError: lastErrorCode.map { FerryProtocolError(FerryProtocolError.Code(rawValue: $0), lastErrorMessage ?? $0) },
-            waitingReason: reason, responseStatus: responseStatus)
+            waitingReason: reason, responseStatus: responseStatus, deliveredTo: deliveredTo)
     }
 
     /// Why a task that is not running is not moving, from what the store knows; the
@@ -70,7 +70,7 @@ extension SessionSummary {
         SessionInfo(
             sessionIdentifier: session.identifier, appBundleIdentifier: session.appBundleIdentifier,
             sharedContainerIdentifier: session.sharedContainerIdentifier, isOwned: isOwned,
-            taskCount: taskCount, undeliveredEventCount: undeliveredEventCount)
+            taskCount: taskCount, undeliveredEventCount: undeliveredEventCount, keepsEvents: session.keepsEvents)
     }
 }
 

@@ -60,6 +60,9 @@ public struct FerryProtocolError: Error, Hashable, Sendable, Codable, CustomStri
         public static let busy = Code(rawValue: "busy")
         /// The connection sent nothing for ferryd's idle time-out and holds no session.
         public static let idleTimeout = Code(rawValue: "idleTimeout")
+        /// A download's `deliverTo` cannot be written: its folder is missing or not writable,
+        /// or the path is a folder. Nothing was stored.
+        public static let cannotWriteToFile = Code(rawValue: "cannotWriteToFile")
         /// The daemon failed on its side (its store, a file); the message says what.
         public static let internalError = Code(rawValue: "internalError")
     }

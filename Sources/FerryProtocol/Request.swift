@@ -165,16 +165,23 @@ public struct AttachSession: Hashable, Sendable, Codable {
     /// What the session allows of the network. nil keeps what the session had (anything at
     /// first). Only an owner's value is kept.
     public var networkAccess: NetworkAccess?
+    /// For a session this attach creates: false makes it a session whose events ferryd
+    /// acknowledges itself whenever no process owns it, instead of keeping them for the next
+    /// owner (the `ferry` CLI's sessions: ferryd delivers their files, and nobody comes back
+    /// for their events). Only for a session of no app (an app's is relaunched for its
+    /// events); ignored for a session that exists. nil or true: events are kept.
+    public var keepsEvents: Bool?
 
     public init(
         sessionIdentifier: String, sharedContainerIdentifier: String? = nil, owner: Bool = true,
-        httpMaximumConnectionsPerHost: Int? = nil, networkAccess: NetworkAccess? = nil
+        httpMaximumConnectionsPerHost: Int? = nil, networkAccess: NetworkAccess? = nil, keepsEvents: Bool? = nil
     ) {
         self.sessionIdentifier = sessionIdentifier
         self.sharedContainerIdentifier = sharedContainerIdentifier
         self.owner = owner
         self.httpMaximumConnectionsPerHost = httpMaximumConnectionsPerHost
         self.networkAccess = networkAccess
+        self.keepsEvents = keepsEvents
     }
 }
 

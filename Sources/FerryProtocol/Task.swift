@@ -104,12 +104,15 @@ public struct TaskInfo: Hashable, Sendable, Codable, HoldsTaskDescription {
     /// The HTTP status of a completed task's response. A 404 is a completed task with
     /// `responseStatus` 404, as on the platform (the app decides); `ferry list` shows it as failed.
     public var responseStatus: Int?
+    /// Where ferryd put a completed download it was asked to deliver (``TaskOptions/deliverTo``,
+    /// or the first free name beside it); nil until then, and for an HTTP error status.
+    public var deliveredTo: String?
 
     public init(
         sessionIdentifier: String, taskIdentifier: Int, task: TaskDescription, state: TaskState,
         bytesSent: Int64 = 0, bytesReceived: Int64 = 0, bytesExpectedToSend: Int64? = nil, bytesExpectedToReceive: Int64? = nil,
         attemptCount: Int = 0, nextAttemptDate: Date? = nil, lastError: FerryProtocolError? = nil, waitingReason: WaitingReason? = nil,
-        responseStatus: Int? = nil
+        responseStatus: Int? = nil, deliveredTo: String? = nil
     ) {
         self.sessionIdentifier = sessionIdentifier
         self.taskIdentifier = taskIdentifier
@@ -124,11 +127,12 @@ public struct TaskInfo: Hashable, Sendable, Codable, HoldsTaskDescription {
         self.lastError = lastError
         self.waitingReason = waitingReason
         self.responseStatus = responseStatus
+        self.deliveredTo = deliveredTo
     }
 
     enum CodingKeys: String, CodingKey {
         case sessionIdentifier, taskIdentifier, state, bytesSent, bytesReceived, bytesExpectedToSend, bytesExpectedToReceive
-        case attemptCount, nextAttemptDate, lastError, waitingReason, responseStatus
+        case attemptCount, nextAttemptDate, lastError, waitingReason, responseStatus, deliveredTo
     }
 
     public init(from decoder: any Decoder) throws {
@@ -146,6 +150,7 @@ public struct TaskInfo: Hashable, Sendable, Codable, HoldsTaskDescription {
         lastError = try container.decodeIfPresent(FerryProtocolError.self, forKey: .lastError)
         waitingReason = try container.decodeIfPresent(WaitingReason.self, forKey: .waitingReason)
         responseStatus = try container.decodeIfPresent(Int.self, forKey: .responseStatus)
+        deliveredTo = try container.decodeIfPresent(String.self, forKey: .deliveredTo)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -163,6 +168,7 @@ public struct TaskInfo: Hashable, Sendable, Codable, HoldsTaskDescription {
         try container.encodeIfPresent(lastError, forKey: .lastError)
         try container.encodeIfPresent(waitingReason, forKey: .waitingReason)
         try container.encodeIfPresent(responseStatus, forKey: .responseStatus)
+        try container.encodeIfPresent(deliveredTo, forKey: .deliveredTo)
     }
 }
 
@@ -175,10 +181,13 @@ public struct SessionInfo: Hashable, Sendable, Codable {
     public var isOwned: Bool
     public var taskCount: Int
     public var undeliveredEventCount: Int
+    /// False for a session whose events ferryd acknowledges itself while no process owns it
+    /// (``AttachSession/keepsEvents``); nil from daemons that do not say.
+    public var keepsEvents: Bool?
 
     public init(
         sessionIdentifier: String, appBundleIdentifier: String, sharedContainerIdentifier: String? = nil,
-        isOwned: Bool, taskCount: Int, undeliveredEventCount: Int
+        isOwned: Bool, taskCount: Int, undeliveredEventCount: Int, keepsEvents: Bool? = nil
     ) {
         self.sessionIdentifier = sessionIdentifier
         self.appBundleIdentifier = appBundleIdentifier
@@ -186,5 +195,6 @@ public struct SessionInfo: Hashable, Sendable, Codable {
         self.isOwned = isOwned
         self.taskCount = taskCount
         self.undeliveredEventCount = undeliveredEventCount
+        self.keepsEvents = keepsEvents
     }
 }

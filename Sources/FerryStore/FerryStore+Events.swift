@@ -23,6 +23,13 @@ extension FerryStore {
         }
     }
 
+    /// The sequence of the session's last stored event; nil when none waits.
+    public func lastEventSequence(in session: String) async throws -> Int64? {
+        try await read("find the last event of \(session)") { db in
+            try Int64.fetchOne(db, sql: "SELECT MAX(sequence) FROM event WHERE session_identifier = ?", arguments: [session])
+        }
+    }
+
     /// Deletes the session's events up to and including `sequence`, and the later ones listed in
     /// `single`, once the client has handled them; other sessions' events and the rest stay.
     /// Returns how many went.

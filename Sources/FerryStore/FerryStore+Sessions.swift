@@ -6,11 +6,13 @@ extension FerryStore {
     /// The session with this identifier, created if there is none. `created` says which.
     ///
     /// An existing session is returned as it is: whether the caller may use it (same app,
-    /// same group) is ferryd's decision.
+    /// same group) is ferryd's decision. `keepsEvents` false makes a new session one whose
+    /// events ferryd acknowledges itself while nobody owns it.
     public func openSession(
         _ identifier: String,
         appBundleIdentifier: String,
         sharedContainerIdentifier: String? = nil,
+        keepsEvents: Bool = true,
         now: Date = Date()
     ) async throws -> (session: SessionRecord, created: Bool) {
         try await write("open session \(identifier)") { db in
@@ -19,7 +21,7 @@ extension FerryStore {
             }
             let session = SessionRecord(
                 identifier: identifier, appBundleIdentifier: appBundleIdentifier,
-                sharedContainerIdentifier: sharedContainerIdentifier, createdAt: now)
+                sharedContainerIdentifier: sharedContainerIdentifier, keepsEvents: keepsEvents, createdAt: now)
             try Stored(session).insert(db)
             return (session, true)
         }

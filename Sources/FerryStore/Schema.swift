@@ -23,6 +23,9 @@ enum Schema {
         migrator.registerMigration("v6") { db in
             try db.execute(sql: v6)
         }
+        migrator.registerMigration("v7") { db in
+            try db.execute(sql: v7)
+        }
         return migrator
     }
 
@@ -126,5 +129,20 @@ enum Schema {
     static let v6 = """
         ALTER TABLE session ADD COLUMN network_access TEXT NOT NULL DEFAULT '{}'
             CONSTRAINT session_network_access_json CHECK (json_valid(network_access));
+        """
+
+    /// Where ferryd delivers a finished download (`deliverTo`, absolute) and where it did
+    /// (`delivered_to`: that path or the first free name beside it); sessions whose events
+    /// ferryd acknowledges itself while nobody owns them (`keeps_events` 0). The `ferry` CLI's
+    /// sessions (app `unregistered.ferry-cli`) made before this are such sessions too: nobody
+    /// ever came back for their events.
+    static let v7 = """
+        ALTER TABLE task ADD COLUMN deliver_to TEXT
+            CONSTRAINT task_deliver_to_absolute CHECK (deliver_to IS NULL OR substr(deliver_to, 1, 1) = '/');
+        ALTER TABLE task ADD COLUMN delivered_to TEXT
+            CONSTRAINT task_delivered_to_absolute CHECK (delivered_to IS NULL OR substr(delivered_to, 1, 1) = '/');
+        ALTER TABLE session ADD COLUMN keeps_events INTEGER NOT NULL DEFAULT 1
+            CONSTRAINT session_keeps_events CHECK (keeps_events IN (0, 1));
+        UPDATE session SET keeps_events = 0 WHERE app_bundle_identifier = 'unregistered.ferry-cli';
         """
 }

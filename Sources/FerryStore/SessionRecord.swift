@@ -19,16 +19,20 @@ public struct SessionRecord: Hashable, Sendable, Codable {
     public var maximumConnectionsPerHost: Int
     /// What the session allows of the network (stored as JSON; fields left out keep their defaults).
     public var networkAccess: NetworkAccess
+    /// False: ferryd acknowledges the session's events itself while no process owns it,
+    /// instead of keeping them for the next owner (the `ferry` CLI's sessions).
+    public var keepsEvents: Bool
     /// The last task identifier handed out; identifiers are never reused within a session.
     public internal(set) var lastTaskIdentifier: Int
 
-    public init(identifier: String, appBundleIdentifier: String, sharedContainerIdentifier: String? = nil, createdAt: Date) {
+    public init(identifier: String, appBundleIdentifier: String, sharedContainerIdentifier: String? = nil, keepsEvents: Bool = true, createdAt: Date) {
         self.identifier = identifier
         self.appBundleIdentifier = appBundleIdentifier
         self.sharedContainerIdentifier = sharedContainerIdentifier
         self.createdAt = createdAt
         self.maximumConnectionsPerHost = 6
         self.networkAccess = .unrestricted
+        self.keepsEvents = keepsEvents
         self.lastTaskIdentifier = 0
     }
 
@@ -40,6 +44,7 @@ public struct SessionRecord: Hashable, Sendable, Codable {
         case lastTaskIdentifier = "last_task_identifier"
         case maximumConnectionsPerHost = "maximum_connections_per_host"
         case networkAccess = "network_access"
+        case keepsEvents = "keeps_events"
     }
 }
 

@@ -18,7 +18,7 @@ extension TaskRecord: Codable {
         case attemptCount = "attempt_count", nextAttemptAt = "next_attempt_at"
         case lastErrorCode = "last_error_code", lastErrorMessage = "last_error_message", responseStatus = "response_status"
         case retryReason = "retry_reason", resourceTimeout = "resource_timeout", requestTimeout = "request_timeout"
-        case retryPolicy = "retry_policy"
+        case retryPolicy = "retry_policy", deliverTo = "deliver_to", deliveredTo = "delivered_to"
         case taskDescription = "task_description", createdAt = "created_at", updatedAt = "updated_at"
     }
 
@@ -33,7 +33,8 @@ extension TaskRecord: Codable {
             taskDescription: try row.decodeIfPresent(String.self, forKey: .taskDescription),
             timeoutIntervalForResource: try row.decodeIfPresent(Double.self, forKey: .resourceTimeout),
             timeoutIntervalForRequest: try row.decodeIfPresent(Double.self, forKey: .requestTimeout),
-            retryPolicy: try row.decodeIfPresent(RetryPolicy.self, forKey: .retryPolicy))
+            retryPolicy: try row.decodeIfPresent(RetryPolicy.self, forKey: .retryPolicy),
+            deliverTo: try row.decodeIfPresent(String.self, forKey: .deliverTo))
         task = TaskDescription(
             kind: try row.decode(TaskKind.self, forKey: .kind),
             request: TaskRequest(
@@ -57,6 +58,7 @@ extension TaskRecord: Codable {
         lastErrorMessage = try row.decodeIfPresent(String.self, forKey: .lastErrorMessage)
         responseStatus = try row.decodeIfPresent(Int.self, forKey: .responseStatus)
         retryReason = try row.decodeIfPresent(RetryWait.self, forKey: .retryReason)
+        deliveredTo = try row.decodeIfPresent(String.self, forKey: .deliveredTo)
         createdAt = try row.decode(Date.self, forKey: .createdAt)
         updatedAt = try row.decode(Date.self, forKey: .updatedAt)
     }
@@ -92,6 +94,8 @@ extension TaskRecord: Codable {
         try row.encode(task.timeoutIntervalForResource, forKey: .resourceTimeout)
         try row.encode(task.timeoutIntervalForRequest, forKey: .requestTimeout)
         try row.encode(task.retryPolicy, forKey: .retryPolicy)
+        try row.encode(task.deliverTo, forKey: .deliverTo)
+        try row.encode(deliveredTo, forKey: .deliveredTo)
         try row.encode(task.taskDescription, forKey: .taskDescription)
         try row.encode(createdAt, forKey: .createdAt)
         try row.encode(updatedAt, forKey: .updatedAt)

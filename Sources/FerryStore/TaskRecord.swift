@@ -48,6 +48,9 @@ public struct TaskRecord: Hashable, Sendable, HoldsTaskDescription {
     /// Why `nextAttemptAt` is set: after a failure (`backoff`) or because the server said
     /// when (`retryAfter`).
     public var retryReason: RetryWait?
+    /// Where ferryd put the finished download it was asked to deliver (`task.deliverTo`, or
+    /// the first free name beside it).
+    public var deliveredTo: String?
 
     public internal(set) var createdAt: Date
     /// Set by the store on every change.
@@ -98,7 +101,7 @@ public struct NewTask: Hashable, Sendable, HoldsTaskDescription {
             bytesSent: 0, bytesReceived: resumeOffset ?? 0, bytesExpectedToSend: nil, bytesExpectedToReceive: nil,
             resumeValidator: resumeValidator, resumeOffset: resumeOffset, uploadResourceURL: nil, uploadInteropVersion: nil,
             attemptCount: 0, nextAttemptAt: nil, lastErrorCode: nil, lastErrorMessage: nil, responseStatus: nil, retryReason: nil,
-            createdAt: now, updatedAt: now)
+            deliveredTo: nil, createdAt: now, updatedAt: now)
     }
 }
 

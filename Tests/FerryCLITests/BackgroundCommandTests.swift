@@ -241,21 +241,15 @@ struct BackgroundCommandTests {
     @Test("while download --wait owns the CLI's session, pause and resume from another shell work at once, and the wait still ends with the whole file")
     func controlFromAnotherShell() async throws {
         try await withFerry { ferry, server in
-            let waiting = try FerryBinary.start(
-                ["download", server.baseURL + "/bytes/200000?seed=3&stallAfter=1000&stallSeconds=3", "--wait", "-o", "slow.bin"],
-                in: ferry.scratch.url, environment: ferry.environment)
-            // Wait (bounded) until ferryd has the task: then the first process owns ferry.cli.
-            try await FerryBinary.killed(waiting) { try await ferry.waitFor(task: 1, state: "running") }
-            let started = ContinuousClock.now
-            let paused = try await ferry.run(["pause", "1", "--json"])
-            #expect(ContinuousClock.now - started < .seconds(3))
-            #expect(paused.status == 0, "\(paused.stdout) \(paused.stderr)")
-            #expect(paused.json?["state"] as? String == "suspended")
-            let resumed = try await ferry.run(["resume", "1"])
-            #expect(resumed.status == 0, "\(resumed.stderr)")
-            let first = try await FerryBinary.wait(waiting, timeout: 30)
-            #expect(first.status == 0, "\(first.stderr)")
-            #expect(try sha256Hex(ofFile: ferry.scratch.path("slow.bin")) == TestContent.sha256Hex(count: 200_000, seed: 3))
+            try await whileAWaitOwnsTheSession(ferry, server, seed: 3) {
+                let started = ContinuousClock.now
+                let paused = try await ferry.run(["pause", "1", "--json"])
+                #expect(ContinuousClock.now - started < .seconds(3))
+                #expect(paused.status == 0, "\(paused.stdout) \(paused.stderr)")
+                #expect(paused.json?["state"] as? String == "suspended")
+                let resumed = try await ferry.run(["resume", "1"])
+                #expect(resumed.status == 0, "\(resumed.stderr)")
+            }
         }
     }
 

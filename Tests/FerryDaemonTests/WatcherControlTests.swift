@@ -4,17 +4,22 @@ import FerryTestSupport
 import Foundation
 import Testing
 
-/// Who may suspend, resume or cancel a task of a session another connection owns: a watcher
-/// of a session of no app (the CLI's own: `ferry pause` from a second shell), never one of an
-/// app's session.
+/// Who may submit, suspend, resume or cancel a task of a session another connection owns: a
+/// watcher of a session of no app (the CLI's own: `ferry download` or `ferry pause` from a
+/// second shell), never one of an app's session.
 @Suite("Task control by a watcher")
 struct WatcherControlTests {
     static func waitingTask(on daemon: InProcessDaemon, session: String) async throws -> (owner: RawClient, task: Int) {
         let owner = try await daemon.client("owner")
         try await owner.request(.attach(session))
+        return (owner, try await owner.submit(neverStarting(session)).taskIdentifier)
+    }
+
+    /// A download that waits for a begin date years away: nothing runs.
+    static func neverStarting(_ session: String) -> TaskSubmission {
         var submission = TaskSubmission.download(session, "http://127.0.0.1:9/never")
-        submission.earliestBeginDate = Date(timeIntervalSince1970: 1_900_000_000)  // waits: nothing runs
-        return (owner, try await owner.submit(submission).taskIdentifier)
+        submission.earliestBeginDate = Date(timeIntervalSince1970: 1_900_000_000)
+        return submission
     }
 
     @Test("in a session of no app, a watcher suspends, resumes and cancels a task the owner's connection holds")
@@ -37,6 +42,19 @@ struct WatcherControlTests {
         await daemon.shutdown()
     }
 
+    @Test("in a session of no app, a watcher submits a task while another connection owns the session (a second `ferry download`)")
+    func watcherSubmits() async throws {
+        let daemon = try await InProcessDaemon()
+        let (owner, first) = try await Self.waitingTask(on: daemon, session: "ferry.cli")
+        let watcher = try await daemon.client("ferry")
+        try await watcher.request(.attach("ferry.cli", owner: false))
+        let second = try await watcher.submit(Self.neverStarting("ferry.cli"))
+        #expect(second.taskIdentifier == first + 1)
+        #expect(try await daemon.task("ferry.cli", second.taskIdentifier).state == .waiting)
+        owner.close()
+        await daemon.shutdown()
+    }
+
     @Test("in an app's session a watcher may not change a task (notOwner), and nothing changes")
     func appSession() async throws {
         let app = PeerApp(bundleIdentifier: "com.example.photos", containingApp: nil)
@@ -45,11 +63,12 @@ struct WatcherControlTests {
         let watcher = try await daemon.client("ferry")
         try await watcher.request(.attach("com.example.photos.bg", owner: false))
         let reference = TaskReference(sessionIdentifier: "com.example.photos.bg", taskIdentifier: task)
-        for request: FerryProtocol.Request in [.suspend(reference), .cancel(reference)] {
+        for request: FerryProtocol.Request in [.suspend(reference), .cancel(reference), .submit(Self.neverStarting("com.example.photos.bg"))] {
             let error = await #expect(throws: FerryProtocolError.self) { try await watcher.request(request) }
             #expect(error?.code == .notOwner)
         }
         #expect(try await daemon.task("com.example.photos.bg", task).state == .waiting)
+        #expect(try await daemon.store.tasks(in: "com.example.photos.bg").count == 1)
         await daemon.shutdown()
     }
 

@@ -4,31 +4,16 @@ import FerryProtocol
 import Foundation
 
 /// `ferry pause|resume|cancel TASK`: change one task, as the session's owner for a moment, or
-/// as a watcher when another process owns it: ferryd lets a watcher change the tasks of a
-/// session of no app (the CLI's own), and refuses it for an app's session (`notOwner`).
+/// as a watcher when another process owns it (`DaemonAccess.attachToChange`).
 enum TaskCommand {
     static func run(_ control: TaskControl, task: String, options: DaemonOptions, verb: String) async throws {
         do {
             let identifier = try DaemonAccess.taskIdentifier(task)
             let connection = try await DaemonAccess.connect()
             defer { connection.closeNow() }
-            let inUse: CLIFailure?
-            do {
-                _ = try await DaemonAccess.attach(options.session, owner: true, on: connection)
-                inUse = nil
-            } catch let failure as CLIFailure where failure.code == FerryProtocolError.Code.backgroundSessionInUseByAnotherProcess.rawValue {
-                // Another process owns it (a `--wait` in another shell): a session of no app
-                // may be changed by a watcher too.
-                _ = try await DaemonAccess.attach(options.session, owner: false, on: connection)
-                inUse = failure
-            }
-            let info: TaskInfo?
-            do {
-                info = try await DaemonAccess.perform(
-                    .control(control, TaskReference(sessionIdentifier: options.session, taskIdentifier: identifier)), on: connection).task
-            } catch let failure as CLIFailure where failure.code == FerryProtocolError.Code.notOwner.rawValue {
-                throw inUse ?? failure  // an app's session: its owner alone changes it
-            }
+            let attachment = try await DaemonAccess.attachToChange(options.session, on: connection)
+            let info = try await attachment.perform(
+                .control(control, TaskReference(sessionIdentifier: options.session, taskIdentifier: identifier)), on: connection).task
             if options.json {
                 if let info { JSONOutput.print(info) }
             } else {

@@ -60,6 +60,36 @@ enum DaemonAccess {
         try await perform(.attach(AttachSession(sessionIdentifier: session, owner: owner)), on: connection)
     }
 
+    /// Attaches to `session` to change it: as its owner, or, when another process owns it,
+    /// as a watcher, which ferryd lets submit and suspend, resume or cancel a task in a
+    /// session of no app (the CLI's own; a `--wait` in another shell owns it). A session this
+    /// creates keeps no events for a later owner: ferryd delivers the CLI's files itself.
+    static func attachToChange(_ session: String, on connection: DaemonConnection) async throws -> Attachment {
+        do {
+            _ = try await perform(.attach(AttachSession(sessionIdentifier: session, owner: true, keepsEvents: false)), on: connection)
+            return Attachment(owns: true, inUse: nil)
+        } catch let failure as CLIFailure where failure.code == FerryProtocolError.Code.backgroundSessionInUseByAnotherProcess.rawValue {
+            _ = try await attach(session, owner: false, on: connection)
+            return Attachment(owns: false, inUse: failure)
+        }
+    }
+
+    /// How a command is attached to the session it changes.
+    struct Attachment {
+        var owns: Bool
+        /// Why it is not the owner: said instead of `notOwner` if ferryd refuses a watcher
+        /// (an app's session is its owner's alone).
+        var inUse: CLIFailure?
+
+        func perform<Result>(_ call: DaemonCall<Result>, on connection: DaemonConnection) async throws -> Result {
+            do {
+                return try await DaemonAccess.perform(call, on: connection)
+            } catch let failure as CLIFailure where failure.code == FerryProtocolError.Code.notOwner.rawValue {
+                throw inUse ?? failure
+            }
+        }
+    }
+
     /// ferryd's sessions, or only the one named.
     static func sessions(named name: String?, on connection: DaemonConnection) async throws -> [SessionInfo] {
         let sessions = try await perform(.sessions, on: connection)
@@ -84,10 +114,16 @@ enum DaemonAccess {
         case .busy:
             return CLIFailure(exitStatus: ExitStatus.cannotConnect, code: "daemonBusy", message: error.description)
         case .refused(let e), .failure(let e):
-            return CLIFailure(exitStatus: ExitStatus.failure, code: e.code.rawValue, message: e.message)
+            return CLIFailure(exitStatus: exitStatus(for: e.code.rawValue), code: e.code.rawValue, message: e.message)
         case .connectionLost, .timedOut:
             return CLIFailure(exitStatus: ExitStatus.failure, code: "connectionLost", message: error.description)
         }
+    }
+
+    /// How `ferry` exits for ferryd's error code: 23 when a file cannot be written (a
+    /// download's `-o`), else 1.
+    static func exitStatus(for code: String) -> Int32 {
+        code == FerryProtocolError.Code.cannotWriteToFile.rawValue ? ExitStatus.cannotWrite : ExitStatus.failure
     }
 
     /// A task argument: a number, the task's identifier in `--session`.

@@ -35,7 +35,8 @@ struct List: AsyncParsableCommand {
             for listing in listings {
                 let s = listing.session
                 Console.out("\(s.sessionIdentifier)  app \(s.appBundleIdentifier)\(s.sharedContainerIdentifier.map { "  group \($0)" } ?? "")"
-                            + "  \(s.isOwned ? "connected" : "not connected")  \(s.taskCount) tasks  \(s.undeliveredEventCount) undelivered events")
+                            + "  \(s.isOwned ? "connected" : "not connected")  \(s.taskCount) tasks  \(s.undeliveredEventCount) undelivered events"
+                            + (s.keepsEvents == false ? " (not kept for a later owner)" : ""))
                 for task in listing.tasks { Console.out("  " + TaskLine.render(task)) }
             }
         } catch let failure as CLIFailure {
@@ -140,6 +141,11 @@ enum TaskLine {
             parts.append("sent \(ProgressBar.bytes(task.bytesSent))" + (task.bytesExpectedToSend.map { " / \(ProgressBar.bytes($0))" } ?? ""))
         } else {
             parts.append("received \(ProgressBar.bytes(task.bytesReceived))" + (task.bytesExpectedToReceive.map { " / \(ProgressBar.bytes($0))" } ?? ""))
+        }
+        if let delivered = task.deliveredTo {
+            parts.append("→ \(delivered)")
+        } else if let target = task.deliverTo, !task.state.isFinal {
+            parts.append("for \(target)")
         }
         if task.attemptCount > 1 { parts.append("attempt \(task.attemptCount)") }
         if let error = task.lastError { parts.append("last error \(error.code.rawValue): \(error.message)") }
