@@ -147,7 +147,7 @@ final class ConnectionHandler: ChannelDuplexHandler, Sendable {
     let daemon: Daemon
     let limits: Limits
     private let machine: NIOLockedValueBox<ConnectionStateMachine>
-    private let requests: AsyncStream<[(id: UInt64, request: Request)]>.Continuation
+    private let requests = RequestQueue()
     /// Requests decoded from one read, handed over together at `channelReadComplete`.
     private let arrived = NIOLockedValueBox<[(id: UInt64, request: Request)]>([])
     private let stallTimer = NIOLockedValueBox<Scheduled<Void>?>(nil)
@@ -159,12 +159,10 @@ final class ConnectionHandler: ChannelDuplexHandler, Sendable {
         self.daemon = daemon
         self.limits = limits
         self.machine = NIOLockedValueBox(ConnectionStateMachine(daemonVersion: daemonVersion, refusing: refusing))
-        let (stream, continuation) = AsyncStream<[(id: UInt64, request: Request)]>.makeStream()
-        self.requests = continuation
         // Requests of one connection are served in order: an acknowledge sent after an
-        // attach is handled after it. Those of one read come as a batch (submissions in it
-        // share a transaction).
-        daemon.schedule(.serve(connection, stream))
+        // attach is handled after it. Those waiting when the daemon gets to them come as one
+        // batch (submissions in it share a transaction; ``RequestQueue``).
+        daemon.schedule(.serve(connection, requests))
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -224,7 +222,7 @@ final class ConnectionHandler: ChannelDuplexHandler, Sendable {
         }
         guard !batch.isEmpty else { return }
         connection.arrived(batch.count)
-        requests.yield(batch)
+        requests.add(batch)
     }
 
     /// Reads only while the client is not ahead of its answers (``InboundFlow``).

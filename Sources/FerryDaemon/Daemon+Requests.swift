@@ -155,7 +155,7 @@ extension Daemon {
     // MARK: Submit
 
     private func submit(_ submission: TaskSubmission) async throws -> Submitted {
-        let task = try await prepare(submission)
+        let task = try await prepare(submission, session: try await sessionRecord(submission.sessionIdentifier))
         return submitted(try await store.submit(task, now: clock.now))
     }
 
@@ -172,10 +172,7 @@ extension Daemon {
 
     /// Checks a submission against what only ferryd knows (the session, its container, the
     /// body file, resume data) and makes the record to store.
-    func prepare(_ submission: TaskSubmission) async throws -> NewTask {
-        guard let session = try await store.session(submission.sessionIdentifier) else {
-            throw unknownSession(submission.sessionIdentifier)
-        }
+    func prepare(_ submission: TaskSubmission, session: SessionRecord) async throws -> NewTask {
         var task = NewTask(sessionIdentifier: submission.sessionIdentifier, taskIdentifier: submission.taskIdentifier, task: submission.task)
         task.request.method = submission.request.method.uppercased()
         let container = containerURL(of: session)
@@ -198,6 +195,12 @@ extension Daemon {
             task.resumeOffset = token.bytesReceived
         }
         return task
+    }
+
+    /// The stored session, or `unknownSession`.
+    func sessionRecord(_ identifier: String) async throws -> SessionRecord {
+        guard let session = try await store.session(identifier) else { throw unknownSession(identifier) }
+        return session
     }
 
     func containerURL(of session: SessionRecord) -> URL {

@@ -259,6 +259,7 @@ public actor Daemon {
 
     private func handleSubmissions(_ run: [(id: UInt64, submission: TaskSubmission)], from connection: ClientConnection) async {
         var prepared: [(id: UInt64, task: NewTask)] = []
+        var sessionRecords: [String: SessionRecord] = [:]
         for (id, submission) in run {
             do {
                 let request = FerryProtocol.Request.submit(submission)
@@ -266,7 +267,15 @@ public actor Daemon {
                 guard try await mayChange(request, session: submission.sessionIdentifier, from: connection) else {
                     throw FerryProtocolError(.notOwner, "this connection does not own session \(submission.sessionIdentifier): attach with owner: true first")
                 }
-                prepared.append((id, try await prepare(submission)))
+                // Each session is read once per run, not once per task.
+                let session: SessionRecord
+                if let known = sessionRecords[submission.sessionIdentifier] {
+                    session = known
+                } else {
+                    session = try await sessionRecord(submission.sessionIdentifier)
+                    sessionRecords[submission.sessionIdentifier] = session
+                }
+                prepared.append((id, try await prepare(submission, session: session)))
             } catch {
                 connection.send(.failure(id: id, Self.protocolError(error)))
             }

@@ -11,7 +11,7 @@ enum DaemonJob: Sendable {
     /// One attempt of a stored task; `control` stops it early (suspend, cancel, shutdown).
     case attempt(TaskRecord, StopControl)
     /// One client connection's requests, in order, until it closes.
-    case serve(ClientConnection, AsyncStream<[(id: UInt64, request: FerryProtocol.Request)]>)
+    case serve(ClientConnection, RequestQueue)
     /// A connection sent nothing for the idle time-out: closed unless it holds a session.
     case idleCheck(ClientConnection)
     /// A launched app that has not taken its events: look again at `deadline`, unless stopped.
@@ -45,9 +45,9 @@ extension Daemon {
         switch job {
         case .attempt(let record, let control):
             await control.runs { await self.execute(record) }
-        case .serve(let connection, let batches):
+        case .serve(let connection, let requests):
             connected(connection)
-            for await batch in batches {
+            while let batch = await requests.next() {
                 await handle(batch: batch, from: connection)
                 connection.served(batch.count)
             }

@@ -109,12 +109,12 @@ extension FerryStore {
     }
 
     static func reserveTaskIdentifier(_ db: Database, session: String, path: String) throws -> Int {
-        try db.execute(
-            sql: "UPDATE session SET last_task_identifier = last_task_identifier + 1 WHERE identifier = ?",
-            arguments: [session])
+        // Once per submission: statements compiled once per connection.
+        try db.cachedStatement(sql: "UPDATE session SET last_task_identifier = last_task_identifier + 1 WHERE identifier = ?")
+            .execute(arguments: [session])
         guard db.changesCount == 1,
             let identifier = try Int.fetchOne(
-                db, sql: "SELECT last_task_identifier FROM session WHERE identifier = ?", arguments: [session])
+                db.cachedStatement(sql: "SELECT last_task_identifier FROM session WHERE identifier = ?"), arguments: [session])
         else {
             throw FerryStoreError.unknownSession(session, path: path)
         }

@@ -70,7 +70,7 @@ extension FerryStore {
             identifier = try Self.reserveTaskIdentifier(db, session: task.sessionIdentifier, path: path)
         }
         let record = task.record(identifier: identifier, now: now)
-        try Stored(record).insert(db)
+        try Stored(record).insertWithCachedStatement(db)
         return SubmitResult(task: record, isNew: true)
     }
 
