@@ -114,11 +114,16 @@ struct ErrorReport: Encodable {
 
 enum JSONOutput {
     static func print<T: Encodable>(_ value: T) {
+        guard let data = encoded(value) else { return }
+        Console.out(String(decoding: data, as: UTF8.self))
+    }
+
+    /// One value as the CLI writes JSON: compact, keys sorted, dates in ISO 8601.
+    static func encoded<T: Encodable>(_ value: T) -> Data? {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .iso8601
-        guard let data = try? encoder.encode(value) else { return }
-        Console.out(String(decoding: data, as: UTF8.self))
+        return try? encoder.encode(value)
     }
 }
 

@@ -157,6 +157,11 @@ public struct TaskPages: Sendable {
 
     public mutating func take(_ page: TaskPage) {
         tasks += page.tasks
+        skip(page)
+    }
+
+    /// Moves past `page` without keeping its tasks.
+    mutating func skip(_ page: TaskPage) {
         let previous = after ?? 0
         after = page.nextAfterTaskIdentifier.flatMap { $0 > previous ? $0 : nil }
     }
@@ -179,6 +184,17 @@ extension DaemonConnection {
         var pages = pages
         while let next = pages.next { pages.take(try await perform(next)) }
         return pages.tasks
+    }
+
+    /// A session's tasks a page at a time (at most ``TaskPage/maximumCount`` each), handed to
+    /// `body` as they arrive: memory holds one page, however many tasks the session has.
+    public func eachTaskPage(of session: String, _ body: ([TaskInfo]) throws -> Void) async throws {
+        var pages = TaskPages(session: session)
+        while let next = pages.next {
+            let page = try await perform(next)
+            try body(page.tasks)
+            pages.skip(page)
+        }
     }
 
     /// ``allTasks(_:)`` for synchronous callers.

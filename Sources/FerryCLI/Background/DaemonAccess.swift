@@ -96,6 +96,15 @@ enum DaemonAccess {
         return name.map { name in sessions.filter { $0.sessionIdentifier == name } } ?? sessions
     }
 
+    /// A session's tasks a page at a time, as they arrive.
+    static func eachTaskPage(of session: String, on connection: DaemonConnection, _ body: ([TaskInfo]) throws -> Void) async throws {
+        do {
+            try await connection.eachTaskPage(of: session, body)
+        } catch let error as DaemonConnectionError {
+            throw failure(error)
+        }
+    }
+
     /// Every task of a session, all pages.
     static func tasks(of session: String, on connection: DaemonConnection) async throws -> [TaskInfo] {
         do {

@@ -12,33 +12,41 @@ struct List: AsyncParsableCommand {
     @Option(name: .long, help: "Only this session.") var session: String?
     @Flag(name: .long, help: "Print JSON on standard output, for scripts.") var json = false
 
-    struct Listing: Encodable {
-        var session: SessionInfo
-        var tasks: [TaskInfo]
-    }
-
+    /// Pages through each session's tasks and prints them as they come (one page in memory,
+    /// however many tasks ferryd holds). `--json` writes one array of
+    /// `{"session": SessionInfo, "tasks": [TaskInfo]}`, piece by piece.
     func run() async throws {
         do {
             let connection = try await DaemonAccess.connect()
             defer { connection.closeNow() }
             let sessions = try await DaemonAccess.sessions(named: session, on: connection)
-            var listings: [Listing] = []
-            for info in sessions {
+            if json { Console.outRaw(Data("[".utf8)) }
+            if sessions.isEmpty, !json { Console.out("no sessions") }
+            for (index, info) in sessions.enumerated() {
                 _ = try await DaemonAccess.attach(info.sessionIdentifier, owner: false, on: connection)
-                listings.append(Listing(session: info, tasks: try await DaemonAccess.tasks(of: info.sessionIdentifier, on: connection)))
+                if json {
+                    // {"session":…,"tasks":[…]}: the keys in the order sortedKeys gives them.
+                    let head = JSONOutput.encoded(info).map { String(decoding: $0, as: UTF8.self) } ?? "null"
+                    Console.outRaw(Data("\(index > 0 ? "," : ""){\"session\":\(head),\"tasks\":[".utf8))
+                } else {
+                    Console.out("\(info.sessionIdentifier)  app \(info.appBundleIdentifier)\(info.sharedContainerIdentifier.map { "  group \($0)" } ?? "")"
+                                + "  \(info.isOwned ? "connected" : "not connected")  \(info.taskCount) tasks  \(info.undeliveredEventCount) undelivered events"
+                                + (info.keepsEvents == false ? " (not kept for a later owner)" : ""))
+                }
+                var first = true
+                try await DaemonAccess.eachTaskPage(of: info.sessionIdentifier, on: connection) { tasks in
+                    if json {
+                        let items = tasks.compactMap { JSONOutput.encoded($0).map { String(decoding: $0, as: UTF8.self) } }
+                        guard !items.isEmpty else { return }
+                        Console.outRaw(Data(((first ? "" : ",") + items.joined(separator: ",")).utf8))
+                        first = false
+                    } else {
+                        for task in tasks { Console.out("  " + TaskLine.render(task)) }
+                    }
+                }
+                if json { Console.outRaw(Data("]}".utf8)) }
             }
-            if json {
-                JSONOutput.print(listings)
-                return
-            }
-            if listings.isEmpty { Console.out("no sessions") }
-            for listing in listings {
-                let s = listing.session
-                Console.out("\(s.sessionIdentifier)  app \(s.appBundleIdentifier)\(s.sharedContainerIdentifier.map { "  group \($0)" } ?? "")"
-                            + "  \(s.isOwned ? "connected" : "not connected")  \(s.taskCount) tasks  \(s.undeliveredEventCount) undelivered events"
-                            + (s.keepsEvents == false ? " (not kept for a later owner)" : ""))
-                for task in listing.tasks { Console.out("  " + TaskLine.render(task)) }
-            }
+            if json { Console.outRaw(Data("]\n".utf8)) }
         } catch let failure as CLIFailure {
             throw failure.report(url: nil, json: json)
         }
