@@ -1,5 +1,6 @@
 """The Ferry protocol's framing for the benchmark clients (docs/protocol.md): a 4-byte
-big-endian length, then one JSON message. Shared by ferryd_bench.py and ferryd_flood.py."""
+big-endian length, then one JSON message. Shared by ferryd_bench.py, ferryd_scale.py and ferryd_flood.py, with their common steps
+(starting ferryd, enqueueing held tasks)."""
 import json, os, socket, struct
 
 
@@ -63,3 +64,43 @@ def cpu_seconds(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def start_ferryd(argv, env, sock_path):
+    """Starts ferryd; returns the process and the seconds until it answered `status`."""
+    import subprocess, time
+    p = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    t0 = time.monotonic()
+    for _ in range(4000):
+        try:
+            s = connect(sock_path, "ferry-bench")
+            request(s, 1, {"type": "status"})
+            s.close()
+            return p, time.monotonic() - t0
+        except (OSError, EOFError):
+            time.sleep(0.0025)
+    raise RuntimeError("ferryd did not answer within 10 s")
+
+
+def enqueue_held(s, session, count, url_base, in_flight=100):
+    """Submits `count` downloads that begin in a day (so they stay queued), `in_flight` at a
+    time on connection `s` (which owns `session`); each reply comes after ferryd's commit.
+    Returns the seconds it took."""
+    import time
+    t0 = time.monotonic()
+    rid, pending, done = 2, 0, 0
+    while done < count:
+        while pending < in_flight and rid - 2 < count:
+            send(s, {"type": "request", "requestID": rid, "request": {
+                "type": "submit", "sessionIdentifier": session, "kind": "download", "priority": 0.5,
+                "earliestBeginDate": time.time() + 86400,
+                "request": {"url": f"{url_base}/bytes/10?n={rid}", "method": "GET", "headers": []}}})
+            rid += 1
+            pending += 1
+        m = receive(s)
+        if m["type"] == "failure":
+            raise RuntimeError(f"submit failed: {m}")
+        if m["type"] == "reply":
+            pending -= 1
+            done += 1
+    return time.monotonic() - t0

@@ -30,17 +30,7 @@ def connect():
 
 def start():
     """Starts ferryd; returns the process and the seconds until it answered `status`."""
-    p = subprocess.Popen([ferryd], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    t0 = time.monotonic()
-    for _ in range(4000):
-        try:
-            s = connect()
-            request(s, 1, {"type": "status"})
-            s.close()
-            return p, time.monotonic() - t0
-        except (OSError, EOFError):
-            time.sleep(0.0025)
-    raise RuntimeError("ferryd did not answer within 10 s")
+    return ferry_wire.start_ferryd([ferryd], env, sock_path)
 
 
 def rss_mib(p):
@@ -60,23 +50,7 @@ idle = rss_mib(p)
 # each reply comes after ferryd's commit.
 s = connect()
 request(s, 1, {"type": "attach", "sessionIdentifier": "bench.queue", "owner": True})
-t0 = time.monotonic()
-rid, pending, done = 2, 0, 0
-while done < TASKS:
-    while pending < 100 and rid - 2 < TASKS:
-        send(s, {"type": "request", "requestID": rid, "request": {
-            "type": "submit", "sessionIdentifier": "bench.queue", "kind": "download", "priority": 0.5,
-            "earliestBeginDate": time.time() + 86400,
-            "request": {"url": f"{test_url}/bytes/10?n={rid}", "method": "GET", "headers": []}}})
-        rid += 1
-        pending += 1
-    m = receive(s)
-    if m["type"] == "failure":
-        raise RuntimeError(f"submit failed: {m}")
-    if m["type"] == "reply":
-        pending -= 1
-        done += 1
-enqueue_seconds = time.monotonic() - t0
+enqueue_seconds = ferry_wire.enqueue_held(s, "bench.queue", TASKS, test_url)
 s.close()
 time.sleep(1)
 queued = rss_mib(p)

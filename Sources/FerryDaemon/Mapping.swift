@@ -86,6 +86,6 @@ extension EventRecord {
     /// The stored event as the protocol sends it.
     func event() throws -> Event {
         let kind = try MessageCoder().decode(EventKind.self, from: ByteBuffer(string: payload))
-        return Event(sequence: sequence, sessionIdentifier: sessionIdentifier, taskIdentifier: taskIdentifier, kind: kind)
+        return Event(sequence: sequence, sessionIdentifier: sessionIdentifier, taskIdentifier: taskIdentifier, kind: kind, storedAt: createdAt)
     }
 }

@@ -16,12 +16,16 @@ public struct Event: Hashable, Sendable, Codable {
     /// nil for an event about the session as a whole.
     public var taskIdentifier: Int?
     public var kind: EventKind
+    /// When ferryd stored it (with the task's change that made it): a client can tell how long
+    /// it took to arrive. nil from a ferryd that does not say.
+    public var storedAt: Date?
 
-    public init(sequence: Int64, sessionIdentifier: String, taskIdentifier: Int?, kind: EventKind) {
+    public init(sequence: Int64, sessionIdentifier: String, taskIdentifier: Int?, kind: EventKind, storedAt: Date? = nil) {
         self.sequence = sequence
         self.sessionIdentifier = sessionIdentifier
         self.taskIdentifier = taskIdentifier
         self.kind = kind
+        self.storedAt = storedAt
     }
 }
 

@@ -170,7 +170,7 @@ extension FerryStore {
                     path: path)
             }
             after.updatedAt = now
-            try Stored(after).update(db)
+            try Stored(after).updateWithCachedStatement(db)
             for event in events {
                 _ = try Self.insertEvent(db, event, now: now)
             }

@@ -47,6 +47,21 @@ extension Stored {
     }
 }
 
+extension Stored {
+    /// Updates the row (found by its identity columns) through a statement compiled once per
+    /// connection; every column is written. GRDB's `update` compiles one each time.
+    func updateWithCachedStatement(_ db: Database) throws {
+        let values = try databaseDictionary.sorted { $0.key < $1.key }
+        let identity = Set(Record.identityColumns)
+        let changed = values.filter { !identity.contains($0.key) }
+        let keys = Record.identityColumns.map { column in values.first { $0.key == column }?.value ?? .null }
+        let assignments = changed.map { "\"\($0.key)\" = ?" }.joined(separator: ", ")
+        let condition = Record.identityColumns.map { "\"\($0)\" = ?" }.joined(separator: " AND ")
+        let statement = try db.cachedStatement(sql: "UPDATE \(Self.databaseTableName) SET \(assignments) WHERE \(condition)")
+        try statement.execute(arguments: StatementArguments(changed.map(\.value) + keys))
+    }
+}
+
 extension StoredRecord {
     // The store's SQL is a fixed set of strings: each is compiled once per connection (GRDB's
     // `fetchAll(db, sql:)` compiles and authorizes it on every call).

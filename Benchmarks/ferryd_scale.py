@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""ferryd at scale (issue 16, "Scale"), over its socket.
+
+Usage: ferryd_scale.py FERRYD TEST_SERVER_URL
+  HELD (default 100000): tasks enqueued and held (they begin in a day)
+  BURST (default 1000): tasks that complete at about the same moment (each waits 1 s at the server)
+
+Prints: enqueue rate for HELD tasks (pipelined, each answered after its commit); ferryd's RSS
+idle, holding them, and after a restart; the restart's time until `status` is answered; paging
+through all of them (`listTasks`, 500 a page) with ferryd's RSS after; and, for BURST tasks
+completing together, how long each `completed` event took from ferryd's store to this client
+(`storedAt` to arrival: median, p99, max).
+"""
+import os, shutil, statistics, subprocess, sys, tempfile, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ferry_wire
+from ferry_wire import receive, request, send
+
+ferryd, test_url = sys.argv[1:3]
+HELD = int(os.environ.get("HELD", "100000"))
+BURST = int(os.environ.get("BURST", "1000"))
+root = tempfile.mkdtemp(prefix="ferryd-scale-", dir=os.environ.get("BENCH_TMP", "/var/tmp"))
+env = dict(os.environ, FERRY_DATA_DIR=root + "/data", FERRY_RUNTIME_DIR=root + "/run", FERRYD_LOG_LEVEL="notice")
+sock_path = root + "/run/ferryd.sock"
+
+
+def connect():
+    return ferry_wire.connect(sock_path, "ferryd-scale")
+
+
+def start():
+    """Starts ferryd (room for BURST tasks at once); the process and the seconds until `status` is answered."""
+    return ferry_wire.start_ferryd([ferryd, "--global-task-limit", str(max(BURST, 16))], env, sock_path)
+
+
+def stop(p):
+    p.terminate()
+    p.wait(timeout=60)
+
+
+try:
+    p, _ = start()
+    time.sleep(1)
+    idle = ferry_wire.rss_mib(p.pid)
+
+    s = connect()
+    request(s, 1, {"type": "attach", "sessionIdentifier": "scale.held", "owner": True})
+    enqueue = ferry_wire.enqueue_held(s, "scale.held", HELD, test_url, in_flight=256)
+    s.close()
+    time.sleep(2)
+    held = ferry_wire.rss_mib(p.pid)
+    print(f"enqueue {HELD} tasks: {enqueue:.2f} s, {HELD / enqueue:.0f} tasks/s")
+
+    stop(p)
+    p, restart = start()
+    after_restart = ferry_wire.rss_mib(p.pid)
+    print(f"restart holding {HELD} tasks, until status is answered: {restart * 1000:.0f} ms")
+
+    s = connect()
+    t0 = time.monotonic()
+    after, listed, rid = None, 0, 10
+    while True:
+        req = {"type": "listTasks", "sessionIdentifier": "scale.held"}
+        if after is not None:
+            req["afterTaskIdentifier"] = after
+        page = request(s, rid, req)
+        rid += 1
+        listed += len(page["tasks"])
+        after = page.get("nextAfterTaskIdentifier")
+        if after is None:
+            break
+    paging = time.monotonic() - t0
+    s.close()
+    after_list = ferry_wire.rss_mib(p.pid)
+    print(f"list all {listed} tasks in pages: {paging:.2f} s")
+    print(f"ferryd RSS: idle {idle:.1f} MiB, holding {HELD} {held:.1f} MiB, after restart {after_restart:.1f} MiB, "
+          f"after paging through them {after_list:.1f} MiB")
+
+    # BURST tasks, spread over sessions of 64 (the per-host limit's most), each answered after 1 s.
+    s = connect()
+    sessions = [f"scale.burst.{i}" for i in range((BURST + 63) // 64)]
+    for i, name in enumerate(sessions):
+        request(s, 100 + i, {"type": "attach", "sessionIdentifier": name, "owner": True, "httpMaximumConnectionsPerHost": 64})
+    for i in range(BURST):
+        send(s, {"type": "request", "requestID": 1000 + i, "request": {
+            "type": "submit", "sessionIdentifier": sessions[i // 64], "kind": "data", "priority": 1,
+            "request": {"url": f"{test_url}/delay/1000?n={i}", "method": "GET", "headers": []}}})
+    latencies, finished, failures = [], 0, 0
+    deadline = time.monotonic() + 120
+    while finished < BURST and time.monotonic() < deadline:
+        m = receive(s)
+        if m["type"] == "event" and m["kind"]["type"] in ("completed", "failed"):
+            arrived = time.time()
+            finished += 1
+            if m["kind"]["type"] == "failed":
+                failures += 1
+            if m.get("storedAt") is not None:
+                latencies.append(arrived - m["storedAt"])
+    s.close()
+    if finished < BURST:
+        raise RuntimeError(f"only {finished} of {BURST} burst tasks finished within 120 s")
+    latencies.sort()
+    p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
+    print(f"{BURST} tasks completing together ({failures} failed): stored-to-client median "
+          f"{statistics.median(latencies) * 1000:.1f} ms, p99 {p99 * 1000:.1f} ms, max {latencies[-1] * 1000:.1f} ms")
+    stop(p)
+finally:
+    shutil.rmtree(root, ignore_errors=True)
