@@ -35,8 +35,11 @@ enum Delivery {
     /// the process that started it), as `ferry get` and curl make them. While it downloads,
     /// ferryd keeps the file `0600` in its own folder.
     static let fileMode: mode_t = {
-        let mask = umask(0)
-        umask(mask)
+        // Read, not set and restored: umask(2) is process-wide, and ferryd's other threads create
+        // files meanwhile. Linux says it in /proc/self/status ("Umask:\t0022").
+        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("Umask:") }
+        let mask = line.flatMap { mode_t($0.dropFirst("Umask:".count).trimmingCharacters(in: .whitespaces), radix: 8) } ?? 0o022
         return 0o666 & ~mask
     }()
 
