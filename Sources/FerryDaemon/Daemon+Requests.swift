@@ -42,7 +42,7 @@ extension Daemon {
         case .status:
             return .status(try await status())
         case .metrics:
-            return .metrics(DaemonMetrics.exposition(of: try await status()))
+            return .metrics(try await metricsText())
         case .stop:
             return .stopping
         }
@@ -321,6 +321,11 @@ extension Daemon {
     }
 
     // MARK: Status
+
+    /// The figures in the Prometheus text format: the `metrics` request and ``MetricsListener``.
+    func metricsText() async throws -> String {
+        DaemonMetrics.exposition(of: try await status())
+    }
 
     private func status() async throws -> DaemonStatus {
         let counts = try await store.taskCounts()

@@ -35,6 +35,12 @@ struct Ferryd: AsyncParsableCommand {
         """)
     var networkMonitor: String?
 
+    @Option(help: """
+        Also serve the metrics over HTTP, GET /metrics, on this local address (HOST:PORT, e.g. \
+        127.0.0.1:9464; port 0 picks one, logged). Default: $FERRYD_METRICS_ADDRESS, else none.
+        """)
+    var metricsAddress: String?
+
     func run() async throws {
         // Writing past RLIMIT_FSIZE must fail the write (EFBIG), not kill ferryd.
         signal(SIGXFSZ, SIG_IGN)
@@ -74,7 +80,14 @@ struct Ferryd: AsyncParsableCommand {
         // The daemon's services and the listener; whichever ends first (a `stop` request, the
         // socket gone) shuts the others down, and ferryd exits 0: a supervisor's
         // Restart=on-failure must not take an asked-for stop for a crash.
-        let services = daemon.services() + [ListenerService(daemon: daemon, server: server)]
+        var services = daemon.services() + [ListenerService(daemon: daemon, server: server)]
+        if let address = metricsAddress ?? environment["FERRYD_METRICS_ADDRESS"], !address.isEmpty {
+            let (host, port) = try Self.hostAndPort(address)
+            let metrics = try await MetricsListener.bind(daemon: daemon, host: host, port: port)
+            let shownHost = host.contains(":") ? "[\(host)]" : host
+            logger.notice("metrics over HTTP", metadata: ["url": "http://\(shownHost):\(metrics.address.port ?? port)/metrics"])
+            services.append(metrics)
+        }
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
                 services: services.map { .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup) },
@@ -103,5 +116,15 @@ struct Ferryd: AsyncParsableCommand {
         if let expensive = patterns("FERRYD_EXPENSIVE_INTERFACES") { classes.expensive = expensive }
         if let constrained = patterns("FERRYD_CONSTRAINED_INTERFACES") { classes.constrained = constrained }
         return classes
+    }
+
+    /// `HOST:PORT` (`[::1]:9464` for IPv6).
+    static func hostAndPort(_ text: String) throws -> (String, Int) {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port) else {
+            throw ValidationError("metrics address '\(text)': expected HOST:PORT, such as 127.0.0.1:9464")
+        }
+        var host = String(text[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        return (host, port)
     }
 }
