@@ -1,5 +1,6 @@
 import FerrySystem
 import Foundation
+import NIOPosix
 
 #if canImport(Glibc)
 import Glibc
@@ -63,8 +64,19 @@ enum Delivery {
     }
 
     /// Moves `file` to `target`, or to the first free name beside it, and returns the path it
-    /// took. Runs off the daemon's actor (a copy to another file system takes a while).
+    /// took. Runs on NIO's blocking-I/O thread pool: a copy to another file system takes a
+    /// while, and must not hold one of Swift concurrency's few threads (or the daemon's actor).
     static func move(_ file: String, to target: String) async throws(Failure) -> String {
+        do {
+            return try await NIOThreadPool.singleton.runIfActive { try placeBlocking(file, to: target) }
+        } catch let failure as Failure {
+            throw failure
+        } catch {
+            throw Failure(message: "cannot deliver the download to \(target): \(error)")
+        }
+    }
+
+    private static func placeBlocking(_ file: String, to target: String) throws(Failure) -> String {
         for candidate in names(for: target) {
             if link(file, candidate) == 0 {
                 unlink(file)
