@@ -133,7 +133,16 @@ extension Daemon {
     func taskPage(_ session: String, after: Int, limit: Int?) async throws -> TaskPage {
         let count = min(limit ?? TaskPage.maximumCount, TaskPage.maximumCount)
         let records = try await store.tasks(in: session, after: after, limit: count + 1)
-        var tasks = records.prefix(count).map { info($0) }
+        let page = records.prefix(count)
+        var withEvents: Set<Int> = []
+        if let first = page.first, let last = page.last {
+            withEvents = try await store.tasksWithEvents(in: session, from: first.taskIdentifier, through: last.taskIdentifier)
+        }
+        var tasks = page.map { record in
+            var task = info(record)
+            task.eventsPending = withEvents.contains(record.taskIdentifier)
+            return task
+        }
         var next = records.count > count ? tasks.last?.taskIdentifier : nil
         let coder = MessageCoder()
         while tasks.count > 1,

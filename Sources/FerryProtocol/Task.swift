@@ -107,12 +107,16 @@ public struct TaskInfo: Hashable, Sendable, Codable, HoldsTaskDescription {
     /// Where ferryd put a completed download it was asked to deliver (``TaskOptions/deliverTo``,
     /// or the first free name beside it); nil until then, and for an HTTP error status.
     public var deliveredTo: String?
+    /// In task lists: whether the session still has events of this task that its owner has
+    /// not acknowledged. A finished task with none was delivered: a relaunched app does not
+    /// list it. nil where ferryd does not say (a submit's reply).
+    public var eventsPending: Bool?
 
     public init(
         sessionIdentifier: String, taskIdentifier: Int, task: TaskDescription, state: TaskState,
         bytesSent: Int64 = 0, bytesReceived: Int64 = 0, bytesExpectedToSend: Int64? = nil, bytesExpectedToReceive: Int64? = nil,
         attemptCount: Int = 0, nextAttemptDate: Date? = nil, lastError: FerryProtocolError? = nil, waitingReason: WaitingReason? = nil,
-        responseStatus: Int? = nil, deliveredTo: String? = nil
+        responseStatus: Int? = nil, deliveredTo: String? = nil, eventsPending: Bool? = nil
     ) {
         self.sessionIdentifier = sessionIdentifier
         self.taskIdentifier = taskIdentifier
@@ -128,11 +132,15 @@ public struct TaskInfo: Hashable, Sendable, Codable, HoldsTaskDescription {
         self.waitingReason = waitingReason
         self.responseStatus = responseStatus
         self.deliveredTo = deliveredTo
+        self.eventsPending = eventsPending
     }
+
+    /// A finished task whose every event its owner acknowledged: nothing more will come of it.
+    public var isDelivered: Bool { state.isFinal && eventsPending == false }
 
     enum CodingKeys: String, CodingKey {
         case sessionIdentifier, taskIdentifier, state, bytesSent, bytesReceived, bytesExpectedToSend, bytesExpectedToReceive
-        case attemptCount, nextAttemptDate, lastError, waitingReason, responseStatus, deliveredTo
+        case attemptCount, nextAttemptDate, lastError, waitingReason, responseStatus, deliveredTo, eventsPending
     }
 
     public init(from decoder: any Decoder) throws {
@@ -151,6 +159,7 @@ public struct TaskInfo: Hashable, Sendable, Codable, HoldsTaskDescription {
         waitingReason = try container.decodeIfPresent(WaitingReason.self, forKey: .waitingReason)
         responseStatus = try container.decodeIfPresent(Int.self, forKey: .responseStatus)
         deliveredTo = try container.decodeIfPresent(String.self, forKey: .deliveredTo)
+        eventsPending = try container.decodeIfPresent(Bool.self, forKey: .eventsPending)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -169,6 +178,7 @@ public struct TaskInfo: Hashable, Sendable, Codable, HoldsTaskDescription {
         try container.encodeIfPresent(waitingReason, forKey: .waitingReason)
         try container.encodeIfPresent(responseStatus, forKey: .responseStatus)
         try container.encodeIfPresent(deliveredTo, forKey: .deliveredTo)
+        try container.encodeIfPresent(eventsPending, forKey: .eventsPending)
     }
 }
 

@@ -30,6 +30,18 @@ extension FerryStore {
         }
     }
 
+    /// Which of the session's tasks numbered `first…last` still have events not acknowledged.
+    public func tasksWithEvents(in session: String, from first: Int, through last: Int) async throws -> Set<Int> {
+        try await read("find the tasks of \(session) with events") { db in
+            Set(try Int.fetchAll(
+                db.cachedStatement(sql: """
+                    SELECT DISTINCT task_identifier FROM event
+                    WHERE session_identifier = ? AND task_identifier BETWEEN ? AND ?
+                    """),
+                arguments: [session, first, last]))
+        }
+    }
+
     /// Deletes the session's events up to and including `sequence`, and the later ones listed in
     /// `single`, once the client has handled them; other sessions' events and the rest stay.
     /// Returns how many went.

@@ -75,12 +75,4 @@ extension BackgroundNetworkTests {
         return wrapper
     }
 
-    /// Runs the built `ferry` with `arguments`; its exit status and its output (stdout, then stderr).
-    func runFerry(_ arguments: [String], environment: [String: String]) async throws -> (status: Int32, output: String) {
-        let log = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-out-\(UUID().uuidString.prefix(8))")
-        defer { try? FileManager.default.removeItem(at: log) }
-        let ferry = try SpawnedProcess.start(try BuiltProducts.path(of: "ferry"), arguments, environment: environment, log: log)
-        let status = try await ferry.exit(within: .seconds(30))
-        return (status, ferry.output)
-    }
 }

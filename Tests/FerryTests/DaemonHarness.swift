@@ -118,3 +118,12 @@ struct HarnessError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
 }
+
+/// Runs the built `ferry` with `arguments`; its exit status and its output (stdout, then stderr).
+func runFerry(_ arguments: [String], environment: [String: String]) async throws -> (status: Int32, output: String) {
+    let log = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-out-\(UUID().uuidString.prefix(8))")
+    defer { try? FileManager.default.removeItem(at: log) }
+    let ferry = try SpawnedProcess.start(try BuiltProducts.path(of: "ferry"), arguments, environment: environment, log: log)
+    let status = try await ferry.exit(within: .seconds(30))
+    return (status, ferry.output)
+}

@@ -46,9 +46,10 @@ extension Session {
 
     /// Mirrors the tasks ferryd has that this session does not (all of them at attach; after a
     /// reconnect, those another process submitted meanwhile). One that has ended here is not
-    /// mirrored again (`adopt` skips it).
+    /// mirrored again (`adopt` skips it), nor one that ended and was delivered to an earlier
+    /// process: as on the platform, a relaunched app's `allTasks` does not list it.
     func adoptMissing(_ tasks: [TaskInfo], link: BackgroundLink) {
-        for info in tasks where backgroundTasks(info.taskIdentifier).isEmpty {
+        for info in tasks where !info.isDelivered && backgroundTasks(info.taskIdentifier).isEmpty {
             adopt(mirror(of: info, link: link))
         }
     }

@@ -1,0 +1,41 @@
+import Ferry
+import FerryTestSupport
+import Foundation
+import Testing
+
+/// `allTasks` of a background session made again in a new process (here: a new session
+/// object after the first was invalidated): what ferryd still carries, as it is; nothing it
+/// already delivered.
+@Suite("allTasks after a relaunch", .serialized)
+struct BackgroundAllTasksTests {
+    @Test("a task whose completion was delivered is gone; one waiting for its begin date is listed, running, with its description")
+    func deliveredTasksAreGone() async throws {
+        try await withDaemonAndServer { daemon, server in
+            let delegate = RecordingDelegate()
+            let first = try Session.background(daemon.configuration("bg.alltasks"), delegate: delegate)
+            let done = first.dataTask(with: Request(url: server.url("/bytes/10")))
+            done.taskDescription = "done"
+            done.resume()
+            let later = first.downloadTask(with: Request(url: server.url("/bytes/1000")))
+            later.taskDescription = "later"
+            later.earliestBeginDate = Date().addingTimeInterval(86_400)
+            later.resume()
+            #expect(succeeded(await delegate.nextCompletion()))
+            // The completion is acknowledged after the delegate returned: wait until ferryd has it.
+            try await poll(until: "ferryd to hold no undelivered event", timeout: .seconds(10), every: .milliseconds(50)) {
+                let status = try await runFerry(["daemon", "status", "--json"], environment: daemon.environment)
+                let json = try JSONSerialization.jsonObject(with: Data(status.output.utf8)) as? [String: Any]
+                return json?["undeliveredEventCount"] as? Int == 0
+            }
+            first.finishTasksAndInvalidate()
+
+            let again = try await reattach(daemon, "bg.alltasks", delegate: RecordingDelegate())
+            let listed = again.allTasks
+            #expect(listed.map(\.taskIdentifier) == [later.taskIdentifier], "listed: \(listed.map { ($0.taskIdentifier, $0.taskDescription ?? "-") })")
+            #expect(listed.first?.taskDescription == "later")
+            #expect(listed.first?.state == .running)
+            #expect(listed.first?.earliestBeginDate != nil)
+            again.invalidateAndCancel()
+        }
+    }
+}
