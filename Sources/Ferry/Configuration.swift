@@ -47,6 +47,7 @@ public struct Configuration: Sendable {
     /// `dataLengthExceedsMaximum` (use a download task). 256 MiB.
     public var maximumDataTaskBodySize: Int = 256 << 20
     /// PEM files of extra certificate authorities to trust (the system store is always used).
+    /// Background sessions send them to ferryd, which trusts them for this session's tasks.
     public var additionalTrustedCertificateFiles: [String] = []
     /// Where downloads are written while they run. The system temporary directory.
     public var downloadDirectory: URL = FileManager.default.temporaryDirectory
@@ -66,6 +67,12 @@ public struct Configuration: Sendable {
     public var allowsCellularAccess: Bool = true
     /// Background sessions: the transfers can wait for an unmetered link and mains power.
     public var isDiscretionary: Bool = false
+
+    /// How the session's transfers are made, as ferryd is told it (paths made absolute: ferryd
+    /// does not run in this process's folder).
+    var transferOptions: SessionTransferOptions {
+        SessionTransferOptions(additionalTrustedCertificateFiles: additionalTrustedCertificateFiles.map { URL(fileURLWithPath: $0).standardizedFileURL.path })
+    }
 
     /// What the session allows of the network, as ferryd is told it.
     var networkAccess: NetworkAccess {

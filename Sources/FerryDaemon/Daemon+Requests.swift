@@ -113,8 +113,8 @@ extension Daemon {
             if attach.owner, let limit = attach.httpMaximumConnectionsPerHost {
                 try await store.setMaximumConnectionsPerHost(limit, session: session)
             }
-            if attach.owner, let access = attach.networkAccess {
-                try await store.setNetworkAccess(access, session: session)
+            if attach.owner, attach.networkAccess != nil || attach.transferOptions != nil {
+                try await store.configure(session: session, networkAccess: attach.networkAccess, transferOptions: attach.transferOptions)
                 wakeup.signal()  // a task held by the old policy may start under the new one
             }
             let page = try await taskPage(session, after: 0, limit: nil)

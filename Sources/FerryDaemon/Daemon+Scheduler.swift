@@ -224,6 +224,7 @@ extension Daemon {
             request: request, upload: record.bodyFile.map { .file(URL(fileURLWithPath: $0)) }, destination: destination,
             resourceTimeout: max(1, deadline.timeIntervalSince(clock.now)), idleTimeout: record.timeoutIntervalForRequest ?? 60,
             retry: .none, resumableUpload: .automatic)
+        transfer.additionalTrustedCertificateFiles = session.transferOptions.additionalTrustedCertificateFiles
         if let location = record.uploadResourceURL.flatMap(URL.init(string:)), let version = record.uploadInteropVersion {
             transfer.resumeUpload = ResumableUploadPoint(location: location, interopVersion: version)
         }

@@ -19,6 +19,9 @@ public struct Transfer: Sendable {
     /// the offset the server confirms for it (`HEAD`), or starts anew if the server forgot it.
     /// This is how a process that persisted the resource (ferryd) resumes after a restart.
     public var resumeUpload: ResumableUploadPoint?
+    /// PEM files of certificate authorities this transfer trusts besides the system's and the
+    /// engine's (a background session's own, carried by ferryd's single engine).
+    public var additionalTrustedCertificateFiles: [String] = []
 
     public init(
         request: Request,

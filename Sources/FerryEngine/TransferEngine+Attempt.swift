@@ -3,6 +3,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOSSL
 
 extension TransferEngine {
     /// One attempt: redirects followed, the final response's body delivered.
@@ -47,7 +48,7 @@ extension TransferEngine {
         progress: TransferProgress
     ) async throws -> Step {
         progress.touch()
-        var outgoing = try makeClientRequest(request, upload: state.transfer.upload, progress: progress)
+        var outgoing = try makeClientRequest(request, upload: state.transfer.upload, for: state.transfer, progress: progress)
         var resumeOffset: Int64 = 0
         var output: OutputFile?
         if case .file(let url, _) = state.transfer.destination {
@@ -115,9 +116,24 @@ extension TransferEngine {
         return .done(try await receiveBody(clientResponse, response: response, output: output, resumeOffset: resumeOffset, state: &state, observer: observer, progress: progress))
     }
 
+    /// An AsyncHTTPClient request to `url` for `transfer`: with a TLS configuration of its own
+    /// when the transfer trusts more authorities than the engine (AsyncHTTPClient keeps the
+    /// connections of each configuration apart). Every request of a transfer is made here.
+    func clientRequest(to url: URL, for transfer: Transfer) -> HTTPClientRequest {
+        var outgoing = HTTPClientRequest(url: url.absoluteString)
+        if !transfer.additionalTrustedCertificateFiles.isEmpty {
+            var tls = TLSConfiguration.makeClientConfiguration()
+            tls.additionalTrustRoots = (configuration.additionalTrustedCertificateFiles + transfer.additionalTrustedCertificateFiles).map { .file($0) }
+            outgoing.tlsConfiguration = tls
+        }
+        return outgoing
+    }
+
     /// Builds AsyncHTTPClient's request from ours: headers, and the body as a lazy stream.
-    func makeClientRequest(_ request: Request, upload: UploadBody?, from offset: Int64 = 0, progress: TransferProgress) throws -> HTTPClientRequest {
-        var outgoing = HTTPClientRequest(url: request.url.absoluteString)
+    func makeClientRequest(
+        _ request: Request, upload: UploadBody?, from offset: Int64 = 0, for transfer: Transfer, progress: TransferProgress
+    ) throws -> HTTPClientRequest {
+        var outgoing = clientRequest(to: request.url, for: transfer)
         outgoing.method = HTTPMethod(rawValue: request.method.uppercased())
         for field in request.headers { outgoing.headers.add(name: field.name, value: field.value) }
         if let upload {

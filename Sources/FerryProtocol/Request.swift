@@ -165,6 +165,9 @@ public struct AttachSession: Hashable, Sendable, Codable {
     /// What the session allows of the network. nil keeps what the session had (anything at
     /// first). Only an owner's value is kept.
     public var networkAccess: NetworkAccess?
+    /// How the session's transfers are made (its trust roots). nil keeps what the session had
+    /// (nothing extra at first). Only an owner's value is kept.
+    public var transferOptions: SessionTransferOptions?
     /// For a session this attach creates: false makes it a session whose events ferryd
     /// acknowledges itself whenever no process owns it, instead of keeping them for the next
     /// owner (the `ferry` CLI's sessions: ferryd delivers their files, and nobody comes back
@@ -174,13 +177,15 @@ public struct AttachSession: Hashable, Sendable, Codable {
 
     public init(
         sessionIdentifier: String, sharedContainerIdentifier: String? = nil, owner: Bool = true,
-        httpMaximumConnectionsPerHost: Int? = nil, networkAccess: NetworkAccess? = nil, keepsEvents: Bool? = nil
+        httpMaximumConnectionsPerHost: Int? = nil, networkAccess: NetworkAccess? = nil,
+        transferOptions: SessionTransferOptions? = nil, keepsEvents: Bool? = nil
     ) {
         self.sessionIdentifier = sessionIdentifier
         self.sharedContainerIdentifier = sharedContainerIdentifier
         self.owner = owner
         self.httpMaximumConnectionsPerHost = httpMaximumConnectionsPerHost
         self.networkAccess = networkAccess
+        self.transferOptions = transferOptions
         self.keepsEvents = keepsEvents
     }
 }

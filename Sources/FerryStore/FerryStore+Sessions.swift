@@ -64,15 +64,25 @@ extension FerryStore {
         }
     }
 
-    /// Sets what the session allows of the network and returns the session.
+    /// Sets what the session allows of the network and how its transfers are made (each only
+    /// when given), and returns the session.
     ///
     /// - Throws: ``FerryStoreError/Code/unknownSession``.
     @discardableResult
-    public func setNetworkAccess(_ access: NetworkAccess, session identifier: String) async throws -> SessionRecord {
+    public func configure(
+        session identifier: String, networkAccess: NetworkAccess? = nil, transferOptions: SessionTransferOptions? = nil
+    ) async throws -> SessionRecord {
         let path = self.path
-        let json = String(decoding: try JSONEncoder().encode(access), as: UTF8.self)
-        return try await write("set the network access of \(identifier)") { db in
-            try db.execute(sql: "UPDATE session SET network_access = ? WHERE identifier = ?", arguments: [json, identifier])
+        let encoder = JSONEncoder()
+        let access = try networkAccess.map { String(decoding: try encoder.encode($0), as: UTF8.self) }
+        let options = try transferOptions.map { String(decoding: try encoder.encode($0), as: UTF8.self) }
+        return try await write("configure session \(identifier)") { db in
+            try db.execute(
+                sql: """
+                    UPDATE session SET network_access = coalesce(?, network_access), transfer_options = coalesce(?, transfer_options)
+                    WHERE identifier = ?
+                    """,
+                arguments: [access, options, identifier])
             guard let session = try SessionRecord.fetchOne(db, sql: "SELECT * FROM session WHERE identifier = ?", arguments: [identifier])
             else { throw FerryStoreError.unknownSession(identifier, path: path) }
             return session

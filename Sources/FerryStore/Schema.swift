@@ -26,6 +26,9 @@ enum Schema {
         migrator.registerMigration("v7") { db in
             try db.execute(sql: v7)
         }
+        migrator.registerMigration("v8") { db in
+            try db.execute(sql: v8)
+        }
         return migrator
     }
 
@@ -144,5 +147,11 @@ enum Schema {
         ALTER TABLE session ADD COLUMN keeps_events INTEGER NOT NULL DEFAULT 1
             CONSTRAINT session_keeps_events CHECK (keeps_events IN (0, 1));
         UPDATE session SET keeps_events = 0 WHERE app_bundle_identifier = 'unregistered.ferry-cli';
+        """
+
+    /// How a session's transfers are made (`SessionTransferOptions` as JSON; `{}`: as standard).
+    static let v8 = """
+        ALTER TABLE session ADD COLUMN transfer_options TEXT NOT NULL DEFAULT '{}'
+            CONSTRAINT session_transfer_options_json CHECK (json_valid(transfer_options));
         """
 }

@@ -19,6 +19,8 @@ public struct SessionRecord: Hashable, Sendable, Codable {
     public var maximumConnectionsPerHost: Int
     /// What the session allows of the network (stored as JSON; fields left out keep their defaults).
     public var networkAccess: NetworkAccess
+    /// How the session's transfers are made (stored as JSON; fields left out keep their defaults).
+    public var transferOptions: SessionTransferOptions
     /// False: ferryd acknowledges the session's events itself while no process owns it,
     /// instead of keeping them for the next owner (the `ferry` CLI's sessions).
     public var keepsEvents: Bool
@@ -32,6 +34,7 @@ public struct SessionRecord: Hashable, Sendable, Codable {
         self.createdAt = createdAt
         self.maximumConnectionsPerHost = 6
         self.networkAccess = .unrestricted
+        self.transferOptions = .standard
         self.keepsEvents = keepsEvents
         self.lastTaskIdentifier = 0
     }
@@ -44,6 +47,7 @@ public struct SessionRecord: Hashable, Sendable, Codable {
         case lastTaskIdentifier = "last_task_identifier"
         case maximumConnectionsPerHost = "maximum_connections_per_host"
         case networkAccess = "network_access"
+        case transferOptions = "transfer_options"
         case keepsEvents = "keeps_events"
     }
 }

@@ -57,14 +57,18 @@ struct SchedulingStateTests {
         }
     }
 
-    @Test("a session's network access starts unrestricted, is kept as set, and an unknown session is refused")
+    @Test("a session's network access and transfer options start as standard, are kept as set, and an unknown session is refused")
     func networkAccess() async throws {
         try await withStore { (store, _) async throws in
             #expect(try await store.session("s")?.networkAccess == .unrestricted)
+            #expect(try await store.session("s")?.transferOptions == .standard)
             let access = NetworkAccess(waitsForConnectivity: true, allowsExpensiveNetworkAccess: false, isDiscretionary: true)
-            #expect(try await store.setNetworkAccess(access, session: "s").networkAccess == access)
+            #expect(try await store.configure(session: "s", networkAccess: access).networkAccess == access)
             #expect(try await store.session("s")?.networkAccess == access)
-            let error = await #expect(throws: FerryStoreError.self) { try await store.setNetworkAccess(access, session: "nope") }
+            let options = SessionTransferOptions(additionalTrustedCertificateFiles: ["/etc/example/ca.pem"])
+            let configured = try await store.configure(session: "s", transferOptions: options)
+            #expect(configured.transferOptions == options && configured.networkAccess == access, "each is kept when the other is set")
+            let error = await #expect(throws: FerryStoreError.self) { try await store.configure(session: "nope", networkAccess: access) }
             #expect(error?.code == .unknownSession)
         }
     }

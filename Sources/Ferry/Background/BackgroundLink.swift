@@ -78,7 +78,8 @@ final class BackgroundLink: Sendable {
             sharedContainerIdentifier: configuration.sharedContainerIdentifier,
             owner: true,
             httpMaximumConnectionsPerHost: min(max(configuration.httpMaximumConnectionsPerHost, 1), 64),
-            networkAccess: configuration.networkAccess)
+            networkAccess: configuration.networkAccess,
+            transferOptions: configuration.transferOptions)
     }
 
     /// The connection to ferryd was lost (ferryd crashed or was stopped) while the session
