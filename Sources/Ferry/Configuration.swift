@@ -71,7 +71,9 @@ public struct Configuration: Sendable {
     /// How the session's transfers are made, as ferryd is told it (paths made absolute: ferryd
     /// does not run in this process's folder).
     var transferOptions: SessionTransferOptions {
-        SessionTransferOptions(additionalTrustedCertificateFiles: additionalTrustedCertificateFiles.map { URL(fileURLWithPath: $0).standardizedFileURL.path })
+        SessionTransferOptions(
+            additionalTrustedCertificateFiles: additionalTrustedCertificateFiles.map { URL(fileURLWithPath: $0).standardizedFileURL.path },
+            allowsHTTP2: allowsHTTP2, usesResumableUploads: resumableUploads == .automatic)
     }
 
     /// What the session allows of the network, as ferryd is told it.

@@ -1,18 +1,26 @@
 /// What a background session's configuration says about how its transfers are made, carried
 /// to ferryd with ``NetworkAccess`` when its owner attaches, so that a task runs in ferryd as
-/// it would in the app. Today: the extra certificate authorities.
+/// it would in the app: the extra certificate authorities, HTTP/2, resumable uploads.
 ///
 /// ```swift
 /// var options = SessionTransferOptions()
 /// options.additionalTrustedCertificateFiles = ["/etc/example/ca.pem"]   // a private CA
+/// options.allowsHTTP2 = false
 /// ```
 public struct SessionTransferOptions: Hashable, Sendable, Codable {
     /// PEM files (absolute paths, readable by the user's ferryd) of authorities to trust
     /// besides the system's: the configuration's `additionalTrustedCertificateFiles`.
     public var additionalTrustedCertificateFiles: [String]
+    /// Offer HTTP/2 on HTTPS (the configuration's `allowsHTTP2`); false: HTTP/1.1 only.
+    public var allowsHTTP2: Bool
+    /// Use the resumable-upload protocol when the server speaks it (the configuration's
+    /// `resumableUploads` is `.automatic`); false: plain uploads.
+    public var usesResumableUploads: Bool
 
-    public init(additionalTrustedCertificateFiles: [String] = []) {
+    public init(additionalTrustedCertificateFiles: [String] = [], allowsHTTP2: Bool = true, usesResumableUploads: Bool = true) {
         self.additionalTrustedCertificateFiles = additionalTrustedCertificateFiles
+        self.allowsHTTP2 = allowsHTTP2
+        self.usesResumableUploads = usesResumableUploads
     }
 
     /// What a session that never said otherwise gets.
@@ -22,5 +30,7 @@ public struct SessionTransferOptions: Hashable, Sendable, Codable {
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         additionalTrustedCertificateFiles = try container.decodeIfPresent([String].self, forKey: .additionalTrustedCertificateFiles) ?? []
+        allowsHTTP2 = try container.decodeIfPresent(Bool.self, forKey: .allowsHTTP2) ?? true
+        usesResumableUploads = try container.decodeIfPresent(Bool.self, forKey: .usesResumableUploads) ?? true
     }
 }

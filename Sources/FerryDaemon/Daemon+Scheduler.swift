@@ -225,6 +225,8 @@ extension Daemon {
             resourceTimeout: max(1, deadline.timeIntervalSince(clock.now)), idleTimeout: record.timeoutIntervalForRequest ?? 60,
             retry: .none, resumableUpload: .automatic)
         transfer.additionalTrustedCertificateFiles = session.transferOptions.additionalTrustedCertificateFiles
+        transfer.allowsHTTP2 = session.transferOptions.allowsHTTP2
+        if !session.transferOptions.usesResumableUploads { transfer.resumableUpload = .disabled }
         if let location = record.uploadResourceURL.flatMap(URL.init(string:)), let version = record.uploadInteropVersion {
             transfer.resumeUpload = ResumableUploadPoint(location: location, interopVersion: version)
         }

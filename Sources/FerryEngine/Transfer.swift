@@ -22,6 +22,8 @@ public struct Transfer: Sendable {
     /// PEM files of certificate authorities this transfer trusts besides the system's and the
     /// engine's (a background session's own, carried by ferryd's single engine).
     public var additionalTrustedCertificateFiles: [String] = []
+    /// false: HTTP/1.1 even where the engine offers HTTP/2 (a background session's own `allowsHTTP2`).
+    public var allowsHTTP2 = true
 
     public init(
         request: Request,

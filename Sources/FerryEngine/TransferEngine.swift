@@ -21,6 +21,10 @@ import NIOSSL
 public final class TransferEngine: Sendable {
     public let configuration: EngineConfiguration
     let client: HTTPClient
+    /// For transfers that must not use HTTP/2 while the engine may (a background session whose
+    /// configuration says `allowsHTTP2 = false`): AsyncHTTPClient picks the protocol per client.
+    /// nil when the engine itself speaks HTTP/1.1 only.
+    let http1Client: HTTPClient?
     let limiter: HostLimiter
     let sleeper: any Sleeper
     let logger: Logger
@@ -50,17 +54,28 @@ public final class TransferEngine: Sendable {
         clientConfiguration.connectionPool.retryConnectionEstablishment = false
         clientConfiguration.httpVersion = configuration.allowsHTTP2 ? .automatic : .http1Only
         self.client = HTTPClient(eventLoopGroupProvider: .shared(MultiThreadedEventLoopGroup.singleton), configuration: clientConfiguration)
+        var http1 = clientConfiguration
+        http1.httpVersion = .http1Only
+        self.http1Client = configuration.allowsHTTP2
+            ? HTTPClient(eventLoopGroupProvider: .shared(MultiThreadedEventLoopGroup.singleton), configuration: http1) : nil
+    }
+
+    /// The client for `transfer`'s requests: the HTTP/1.1-only one when it must not use HTTP/2.
+    func client(for transfer: Transfer) -> HTTPClient {
+        transfer.allowsHTTP2 ? client : (http1Client ?? client)
     }
 
     /// Closes the pool. Transfers still running fail.
     public func shutdown() async throws {
         try await client.shutdown()
+        try await http1Client?.shutdown()
     }
 
     deinit {
         // An engine dropped without `shutdown()` still closes its pool (AHC requires it);
         // the client stays alive until that is done.
         client.shutdown().whenComplete { _ in }
+        http1Client?.shutdown().whenComplete { _ in }
     }
 
     /// Runs `transfer` to its end: the final response and where its body went, or a

@@ -3,9 +3,9 @@ import FerryTestSupport
 import Foundation
 import Testing
 
-/// A server with a private certificate authority, reached by a background session: ferryd
-/// trusts the authority the session's configuration names, for that session only.
-@Suite("Background sessions and private certificate authorities", .serialized)
+/// A background session's configuration, carried to ferryd: a server with a private
+/// certificate authority (trusted for that session only), HTTP/2 or not, resumable uploads or not.
+@Suite("Background sessions carry their configuration", .serialized)
 struct BackgroundTrustTests {
     @Test("additionalTrustedCertificateFiles reach ferryd: the HTTPS download completes; a session without them gets serverCertificateUntrusted")
     func privateAuthority() async throws {
@@ -28,7 +28,18 @@ struct BackgroundTrustTests {
             let completion = await delegate.nextCompletion()
             #expect(succeeded(completion), "\(String(describing: completion))")
             #expect(try Data(contentsOf: kept) == content)
+            #expect(nginx.accessLog().contains { $0.hasPrefix("GET /private.bin HTTP/2.0 200") }, "HTTP/2 offered: \(nginx.accessLog())")
             session.finishTasksAndInvalidate()
+
+            var http1 = daemon.configuration("bg.http1")
+            http1.additionalTrustedCertificateFiles = trusting.additionalTrustedCertificateFiles
+            http1.allowsHTTP2 = false
+            let http1Delegate = RecordingDelegate()
+            let http1Session = try Session.background(http1, delegate: http1Delegate)
+            http1Session.downloadTask(with: Request(url: URL(string: url.absoluteString + "?http1")!)).resume()
+            #expect(succeeded(await http1Delegate.nextCompletion()))
+            #expect(nginx.accessLog().contains { $0.hasPrefix("GET /private.bin?http1 HTTP/1.1 200") }, "allowsHTTP2 = false: \(nginx.accessLog())")
+            http1Session.finishTasksAndInvalidate()
 
             let other = RecordingDelegate()
             let untrusting = try Session.background(daemon.configuration("bg.untrusting"), delegate: other)
@@ -39,6 +50,35 @@ struct BackgroundTrustTests {
             try await nginx.stop()
         } catch {
             try? await nginx.stop()
+            throw error
+        }
+    }
+
+    @Test("resumableUploads = .disabled reaches ferryd: a 2 MiB upload to a server that speaks the protocol is one plain PUT")
+    func plainUploads() async throws {
+        let server = try await ResumableUploadServer.start()
+        let daemon = try await DaemonHarness.start()
+        defer { daemon.stop() }
+        do {
+            let body = Data(TestContent.bytes(count: 2 << 20, seed: 82))
+            for (identifier, mode) in [("bg.plain", ResumableUploadMode.disabled), ("bg.resumable", .automatic)] {
+                var configuration = daemon.configuration(identifier)
+                configuration.resumableUploads = mode
+                let delegate = RecordingDelegate()
+                let session = try Session.background(configuration, delegate: delegate)
+                session.uploadTask(with: Request(url: URL(string: server.baseURL + "/upload/\(identifier)")!, method: "PUT"), from: body).resume()
+                #expect(succeeded(await delegate.nextCompletion()))
+                #expect(server.completedUploads[identifier]?.sha256 == TestContent.sha256Hex(count: 2 << 20, seed: 82))
+                session.finishTasksAndInvalidate()
+            }
+            let spoken = { (name: String) in
+                server.requests.filter { $0.path == "/upload/" + name }.contains { $0.headers.contains { $0.0.lowercased() == "upload-draft-interop-version" } }
+            }
+            #expect(!spoken("bg.plain"), "disabled, yet it was spoken: \(server.requests.map { "\($0.method) \($0.uri)" })")
+            #expect(spoken("bg.resumable"), "automatic: the protocol was used")
+            try await server.shutdown()
+        } catch {
+            try? await server.shutdown()
             throw error
         }
     }
