@@ -161,11 +161,11 @@ struct EndToEndTests {
             #expect(process.terminationStatus == 0)
             #expect(String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).contains("already running"))
         }
-        // The losers exit as soon as the lock is taken; the winner binds its socket after that.
-        try await poll(until: "the winning ferryd to bind \(ferryd.socketPath)", timeout: .seconds(10)) {
-            FileManager.default.fileExists(atPath: ferryd.socketPath)
+        // The losers exit as soon as the lock is taken; the winner binds and then listens after
+        // that (the socket file exists a moment before a connection is accepted).
+        let client = try await eventually("the winning ferryd to answer on \(ferryd.socketPath)", timeout: .seconds(10), every: .milliseconds(20)) {
+            try? await RawClient.connected(to: ferryd.socketPath)
         }
-        let client = try await RawClient.connected(to: ferryd.socketPath)
         guard case .status(let status) = try await client.request(.status) else { throw TestFailure("no status") }
         #expect(status.pid == running.first?.0.processIdentifier)
         for (process, _) in running {
