@@ -19,9 +19,9 @@ extension Daemon {
     }
 
     /// Checks a submission's `deliverTo` as ferryd, the user's own process, can write it.
-    func checkDelivery(of submission: TaskSubmission) throws {
+    func checkDelivery(of submission: TaskSubmission) async throws {
         guard let target = submission.deliverTo else { return }
-        if let problem = Delivery.problem(with: target) {
+        if let problem = await Delivery.problem(with: target) {
             throw FerryProtocolError(.cannotWriteToFile, problem)
         }
     }

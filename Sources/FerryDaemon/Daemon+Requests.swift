@@ -190,7 +190,7 @@ extension Daemon {
                 throw FerryProtocolError(.badRequest, "the body file \(body) does not exist or cannot be read by ferryd")
             }
         }
-        try checkDelivery(of: submission)
+        try await checkDelivery(of: submission)
         if let destination = submission.destination, !Self.isInside(destination, container) {
             throw FerryProtocolError(.badRequest, "a download's destination must be inside the session's container \(container.path)")
         }

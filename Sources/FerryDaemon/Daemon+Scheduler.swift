@@ -70,55 +70,71 @@ extension Daemon {
     /// others wait.
     func runDueTasks() async -> Held {
         let now = clock.now
-        let due: [TaskRecord]
-        do {
-            due = try await store.runnableTasks(now: now, limit: 1000)
-        } catch {
-            logger.error("cannot read runnable tasks", metadata: ["error": "\(error)"])
-            return .byLimits  // look again in a second, not at once
-        }
         var held: [TaskKey: WaitingReason] = [:]
         var sessionRecords: [String: SessionRecord?] = [:]
-        for record in due where !isStopping {
-            let key = record.key
-            guard running[key] == nil else {
-                held[key] = WaitingReason(kind: .ready, message: "starting")  // its start is under way
-                continue
+        var offset = 0
+        var lookedAtAll = false
+        // Pages of runnable tasks, best first, until the slots are full or none is left: tasks
+        // held by the network or a host limit must not hide the ones after them. At most
+        // `maximumPages` a pass; the rest wait for the next.
+        for _ in 0..<Self.maximumPages where !isStopping {
+            let due: [TaskRecord]
+            do {
+                due = try await store.runnableTasks(now: now, limit: Self.pageSize, offset: offset)
+            } catch {
+                logger.error("cannot read runnable tasks", metadata: ["error": "\(error)"])
+                return .byLimits  // look again in a second, not at once
             }
-            let host = record.request.url.host?.lowercased() ?? ""
-            let session: SessionRecord?
-            if let known = sessionRecords[record.sessionIdentifier] {
-                session = known
-            } else {
-                session = try? await store.session(record.sessionIdentifier)
-                sessionRecords[record.sessionIdentifier] = session
+            for record in due where !isStopping {
+                if let reason = await start(record, sessions: &sessionRecords) { held[record.key] = reason }
             }
-            let access = session?.networkAccess ?? .unrestricted
-            if let hold = network.hold(host: host, access: access) {
-                held[key] = hold
-                announceWaiting(key, reason: hold, access: access)
-                continue
-            }
-            if running.count >= configuration.globalTaskLimit {
-                held[key] = WaitingReason(
-                    kind: .globalLimit, message: "ferryd already runs \(configuration.globalTaskLimit) tasks, its limit")
-                continue
-            }
-            let limit = session?.maximumConnectionsPerHost ?? 6
-            let sameHost = running.values.filter { $0.session == record.sessionIdentifier && $0.host == host }.count
-            if sameHost >= limit {
-                held[key] = WaitingReason(
-                    kind: .hostLimit, host: host,
-                    message: "the session already runs \(limit) tasks against \(host) (httpMaximumConnectionsPerHost)")
-                continue
-            }
-            let task = RunningTask(session: record.sessionIdentifier, host: host)
-            running[key] = task
-            schedule(.attempt(record, task.attempt))
+            offset += due.count
+            if due.count < Self.pageSize { lookedAtAll = true }
+            if due.count < Self.pageSize || running.count >= configuration.globalTaskLimit { break }
         }
         blocked = held
         if held.isEmpty { return .nothing }
-        return held.values.allSatisfy(\.kind.isConnectivity) ? .byNetwork : .byLimits
+        return lookedAtAll && held.values.allSatisfy(\.kind.isConnectivity) ? .byNetwork : .byLimits
+    }
+
+    /// Runnable tasks read at a time, and pages read in one pass.
+    static let pageSize = 1000
+    static let maximumPages = 20
+
+    /// Starts `record` if the network, the global limit and its session's per-host limit let
+    /// it; otherwise returns why it waits.
+    private func start(_ record: TaskRecord, sessions sessionRecords: inout [String: SessionRecord?]) async -> WaitingReason? {
+        let key = record.key
+        guard running[key] == nil else {
+            return WaitingReason(kind: .ready, message: "starting")  // its start is under way
+        }
+        let host = record.request.url.host?.lowercased() ?? ""
+        let session: SessionRecord?
+        if let known = sessionRecords[record.sessionIdentifier] {
+            session = known
+        } else {
+            session = try? await store.session(record.sessionIdentifier)
+            sessionRecords[record.sessionIdentifier] = session
+        }
+        let access = session?.networkAccess ?? .unrestricted
+        if let hold = network.hold(host: host, access: access) {
+            announceWaiting(key, reason: hold, access: access)
+            return hold
+        }
+        if running.count >= configuration.globalTaskLimit {
+            return WaitingReason(kind: .globalLimit, message: "ferryd already runs \(configuration.globalTaskLimit) tasks, its limit")
+        }
+        let limit = session?.maximumConnectionsPerHost ?? 6
+        let sameHost = running.values.filter { $0.session == record.sessionIdentifier && $0.host == host }.count
+        if sameHost >= limit {
+            return WaitingReason(
+                kind: .hostLimit, host: host,
+                message: "the session already runs \(limit) tasks against \(host) (httpMaximumConnectionsPerHost)")
+        }
+        let task = RunningTask(session: record.sessionIdentifier, host: host)
+        running[key] = task
+        schedule(.attempt(record, task.attempt))
+        return nil
     }
 
     /// Deletes finished, fully acknowledged tasks older than the retention (at start, then

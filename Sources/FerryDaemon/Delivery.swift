@@ -20,7 +20,7 @@ import Musl
 /// `O_EXCL`, synced, and then the original is removed.
 ///
 /// ```swift
-/// if let problem = Delivery.problem(with: "/home/me/big.iso") { throw FerryProtocolError(.cannotWriteToFile, problem) }
+/// if let problem = await Delivery.problem(with: "/home/me/big.iso") { throw FerryProtocolError(.cannotWriteToFile, problem) }
 /// let placed = try await Delivery.move("/home/me/.local/share/ferry/session-files/ferry.cli/downloads/4.download", to: "/home/me/big.iso")
 /// ```
 enum Delivery {
@@ -47,7 +47,16 @@ enum Delivery {
     /// What keeps ferryd from delivering a file to `path` (its folder is missing or not
     /// writable, or the path is a folder); nil when nothing does. A file already there is no
     /// problem: the download takes a free name beside it.
-    static func problem(with path: String) -> String? {
+    static func problem(with path: String) async -> String? {
+        // File-system calls can hang (a stale network mount): not on the daemon's actor.
+        do {
+            return try await NIOThreadPool.singleton.runIfActive { checkBlocking(path) }
+        } catch {
+            return "cannot check \(path): \(error)"
+        }
+    }
+
+    private static func checkBlocking(_ path: String) -> String? {
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
         var isFolder: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isFolder), isFolder.boolValue {

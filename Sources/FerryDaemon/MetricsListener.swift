@@ -23,6 +23,10 @@ public struct MetricsListener: Service {
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .bind(host: host, port: port) { child in
                 child.eventLoop.makeCompletedFuture {
+                    // A client that sends no whole request within 10 s is closed: a stalled
+                    // scraper must not hold a descriptor, or ferryd's shutdown.
+                    try child.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: .seconds(10)))
+                    try child.pipeline.syncOperations.addHandler(CloseOnIdle())
                     try child.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
                     return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(wrappingChannelSynchronously: child)
                 }
@@ -32,12 +36,15 @@ public struct MetricsListener: Service {
     }
 
     public func run() async throws {
-        // Until ferryd shuts down: then the listening socket closes and the loop ends.
+        // Until ferryd shuts down: then the listening socket closes, the connections still
+        // open are cancelled (their reads end), and the group ends.
         try await withGracefulShutdownHandler {
-            try await withThrowingDiscardingTaskGroup { group in
-                try await channel.executeThenClose { connections in
-                    for try await connection in connections {
-                        group.addTask { await serve(connection) }
+            try await cancelWhenGracefulShutdown {
+                try await withThrowingDiscardingTaskGroup { group in
+                    try await channel.executeThenClose { connections in
+                        for try await connection in connections {
+                            group.addTask { await serve(connection) }
+                        }
                     }
                 }
             }
@@ -78,5 +85,18 @@ public struct MetricsListener: Service {
         } catch {
             return (.internalServerError, "ferryd cannot read its figures: \(error)\n")
         }
+    }
+}
+
+/// Closes a metrics connection that went silent (`IdleStateHandler`'s read time-out).
+private final class CloseOnIdle: ChannelInboundHandler, Sendable {
+    typealias InboundIn = NIOAny
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let idle = event as? IdleStateHandler.IdleStateEvent, idle == .read {
+            context.close(promise: nil)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
     }
 }

@@ -94,8 +94,9 @@ extension FerryStore {
 
     /// Waiting tasks of every session that may start at `now`: their begin date and next
     /// attempt time (if any) have passed. Highest priority first, then oldest first.
-    /// Connection limits are not the store's business: ferryd skips what it cannot start.
-    public func runnableTasks(now: Date, limit: Int = 100) async throws -> [TaskRecord] {
+    /// Connection limits are not the store's business: ferryd skips what it cannot start, and
+    /// reads the next page (`offset`) when all of one were held.
+    public func runnableTasks(now: Date, limit: Int = 100, offset: Int = 0) async throws -> [TaskRecord] {
         try await read("list runnable tasks") { db in
             try TaskRecord.fetchAll(
                 db,
@@ -103,9 +104,9 @@ extension FerryStore {
                     SELECT * FROM task
                     WHERE state = 'waiting' AND runnable_at <= :now
                     ORDER BY priority DESC, created_at, rowid
-                    LIMIT :limit
+                    LIMIT :limit OFFSET :offset
                     """,
-                arguments: ["now": now.timeIntervalSince1970, "limit": max(0, limit)])
+                arguments: ["now": now.timeIntervalSince1970, "limit": max(0, limit), "offset": max(0, offset)])
         }
     }
 

@@ -29,6 +29,9 @@ enum Schema {
         migrator.registerMigration("v8") { db in
             try db.execute(sql: v8)
         }
+        migrator.registerMigration("v9") { db in
+            try db.execute(sql: v9)
+        }
         return migrator
     }
 
@@ -153,5 +156,11 @@ enum Schema {
     static let v8 = """
         ALTER TABLE session ADD COLUMN transfer_options TEXT NOT NULL DEFAULT '{}'
             CONSTRAINT session_transfer_options_json CHECK (json_valid(transfer_options));
+        """
+
+    /// Which tasks of a session have events (task lists say `eventsPending`), without reading
+    /// all of the session's events.
+    static let v9 = """
+        CREATE INDEX event_by_task ON event(session_identifier, task_identifier);
         """
 }

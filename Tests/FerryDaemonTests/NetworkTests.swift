@@ -216,4 +216,22 @@ struct NetworkTests {
         try "1\n".write(to: power.appendingPathComponent("AC/online"), atomically: true, encoding: .utf8)
         #expect(try await client.events(untilFinished: [task], timeout: 30).of(task).last?.kind == .completed)
     }
+
+    @Test("more than a page of tasks held by the network does not hide a task after them that may run")
+    func heldPageDoesNotStarve() async throws {
+        let (lab, ferryd) = try await Self.setUp(environment: ["FERRYD_EXPENSIVE_INTERFACES": "fc*"])
+        defer { ferryd.cleanUp(); lab.remove() }
+        let frugal = try await RawClient.connected(to: ferryd.socketPath, name: "frugal")
+        try await Self.attach("frugal", NetworkAccess(allowsExpensiveNetworkAccess: false), on: frugal)
+        // Older and of higher priority than the free task: all of them come first in the scheduler's pages.
+        for index in 0..<1_050 {
+            var submission = TaskSubmission.download("frugal", lab.url("/file.bin?held=\(index)"))
+            submission.options.priority = 1
+            _ = try await frugal.submit(submission)
+        }
+        let other = try await ferryd.owner(of: "free")
+        let free = try await other.submit(.download("free", lab.url("/file.bin?free"))).taskIdentifier
+        #expect(try await other.events(untilFinished: [free], timeout: 30).of(free).last?.kind == .completed)
+        #expect(!lab.requests.contains { $0.contains("held=") }, "the held tasks stayed held")
+    }
 }

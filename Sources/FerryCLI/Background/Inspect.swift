@@ -16,11 +16,17 @@ struct List: AsyncParsableCommand {
     /// however many tasks ferryd holds). `--json` writes one array of
     /// `{"session": SessionInfo, "tasks": [TaskInfo]}`, piece by piece.
     func run() async throws {
+        // With --json: what closes the document written so far, should the listing fail midway
+        // (then the error goes to stderr alone, and stdout still holds one JSON document).
+        var closing = ""
         do {
             let connection = try await DaemonAccess.connect()
             defer { connection.closeNow() }
             let sessions = try await DaemonAccess.sessions(named: session, on: connection)
-            if json { Console.outRaw(Data("[".utf8)) }
+            if json {
+                Console.outRaw(Data("[".utf8))
+                closing = "]\n"
+            }
             if sessions.isEmpty, !json { Console.out("no sessions") }
             for (index, info) in sessions.enumerated() {
                 _ = try await DaemonAccess.attach(info.sessionIdentifier, owner: false, on: connection)
@@ -28,6 +34,7 @@ struct List: AsyncParsableCommand {
                     // {"session":…,"tasks":[…]}: the keys in the order sortedKeys gives them.
                     let head = JSONOutput.encoded(info).map { String(decoding: $0, as: UTF8.self) } ?? "null"
                     Console.outRaw(Data("\(index > 0 ? "," : ""){\"session\":\(head),\"tasks\":[".utf8))
+                    closing = "]}]\n"
                 } else {
                     Console.out("\(info.sessionIdentifier)  app \(info.appBundleIdentifier)\(info.sharedContainerIdentifier.map { "  group \($0)" } ?? "")"
                                 + "  \(info.isOwned ? "connected" : "not connected")  \(info.taskCount) tasks  \(info.undeliveredEventCount) undelivered events"
@@ -44,10 +51,17 @@ struct List: AsyncParsableCommand {
                         for task in tasks { Console.out("  " + TaskLine.render(task)) }
                     }
                 }
-                if json { Console.outRaw(Data("]}".utf8)) }
+                if json {
+                    Console.outRaw(Data("]}".utf8))
+                    closing = "]\n"
+                }
             }
             if json { Console.outRaw(Data("]\n".utf8)) }
         } catch let failure as CLIFailure {
+            guard closing.isEmpty else {
+                Console.outRaw(Data(closing.utf8))
+                throw failure.report(url: nil, json: false)
+            }
             throw failure.report(url: nil, json: json)
         }
     }

@@ -40,7 +40,7 @@ final class NetworkWatch: Sendable {
     init(monitoring: NetworkMonitoring, classes: NetworkInterfaceClasses, powerSupply: URL, logger: Logger) {
         (readings, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
         var fds: [Int32] = [-1, -1]
-        if pipe(&fds) == 0 {
+        if monitoring != .off, pipe(&fds) == 0 {
             for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }  // not inherited by the apps ferryd launches
         } else {
             fds = [-1, -1]
@@ -112,7 +112,11 @@ final class NetworkWatch: Sendable {
             var fds = [pollfd(fd: stop, events: Int16(POLLIN), revents: 0), pollfd(fd: changes, events: Int16(POLLIN), revents: 0)]
             let ready = poll(&fds, changes >= 0 ? 2 : 1, Int32(interval * 1000))
             if ready < 0, errno == EINTR { continue }
-            if ready < 0 || fds[0].revents != 0 { return }
+            if ready < 0 {
+                logger.error("the network monitor stops: poll failed", metadata: ["errno": "\(errno)"])
+                return
+            }
+            if fds[0].revents != 0 { return }
             if changes >= 0, fds[1].revents != 0 {
                 drain(changes)
                 var quiet = [pollfd(fd: stop, events: Int16(POLLIN), revents: 0)]

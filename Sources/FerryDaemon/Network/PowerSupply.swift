@@ -9,6 +9,8 @@ enum PowerSupply {
         var hasBattery = false
         for supply in supplies {
             let type = value("type", of: supply)
+            // A wireless mouse's or headset's battery (scope Device) says nothing of the machine's power.
+            if value("scope", of: supply) == "Device" { continue }
             if type == "Battery" {
                 hasBattery = true
             } else if value("online", of: supply) == "1" {

@@ -24,11 +24,12 @@ enum ProcNetwork {
                 name: name, isUp: flags & RouteNetlink.ifUp != 0 && flags & RouteNetlink.ifRunning != 0,
                 isLoopback: flags & RouteNetlink.ifLoopback != 0)
         }
-        // Iface Destination Gateway Flags RefCnt Use Metric Mask ...: little-endian hex words.
+        // Iface Destination Gateway Flags RefCnt Use Metric Mask ...: addresses and flags in
+        // little-endian hex, the metric in decimal.
         for line in try lines(of: "\(root)/route").dropFirst() {
             let fields = line.split(whereSeparator: \.isWhitespace)
             guard fields.count >= 8, let destination = UInt32(fields[1], radix: 16), let flags = UInt32(fields[3], radix: 16),
-                let metric = UInt32(fields[6], radix: 16), let mask = UInt32(fields[7], radix: 16),
+                let metric = UInt32(fields[6]), let mask = UInt32(fields[7], radix: 16),  // the metric is decimal
                 flags & routeUp != 0, flags & routeReject == 0
             else { continue }
             path.routes.append(NetworkPath.Route(
