@@ -35,9 +35,19 @@ public struct MetricsListener: Service {
         return MetricsListener(daemon: daemon, channel: channel, address: address)
     }
 
-    public func run() async throws {
+    public func run() async {
         // Until ferryd shuts down: then the listening socket closes, the connections still
-        // open are cancelled (their reads end), and the group ends.
+        // open are cancelled (their reads end), and the group ends. The listener's own errors
+        // (cancellation at shutdown among them) end it quietly: metrics are no reason to stop ferryd.
+        do {
+            try await serveUntilShutdown()
+        } catch is CancellationError {
+        } catch {
+            daemon.logger.warning("the metrics listener stopped", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private func serveUntilShutdown() async throws {
         try await withGracefulShutdownHandler {
             try await cancelWhenGracefulShutdown {
                 try await withThrowingDiscardingTaskGroup { group in

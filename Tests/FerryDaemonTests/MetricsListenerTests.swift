@@ -25,7 +25,16 @@ struct MetricsListenerTests {
         #expect(other == "404")
         let post = try await curl(["-sS", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST", url], ferryd)
         #expect(post == "405")
+        // A scraper that connected and sends nothing must not hold ferryd's stop.
+        let port = try #require(URL(string: url)?.port)
+        let silent = try SpawnedProcess.start(
+            "/usr/bin/python3", ["-c", "import socket, time; s = socket.create_connection(('127.0.0.1', \(port))); print('connected', flush=True); time.sleep(60)"],
+            log: ferryd.root.appendingPathComponent("silent.out"))
+        defer { silent.kill() }
+        try await poll(until: "the silent client to connect", timeout: .seconds(10)) { silent.output.contains("connected") }
+        let stopping = ContinuousClock.now
         #expect(try await ferryd.terminate() == 0, "SIGTERM stops ferryd with its metrics listener: \(ferryd.log.suffix(800))")
+        #expect(ContinuousClock.now - stopping < .seconds(5), "the silent connection did not hold the stop")
     }
 
     func curl(_ arguments: [String], _ ferryd: FerrydProcess) async throws -> String {
