@@ -16,6 +16,9 @@ struct RunningTask: Sendable {
     var host: String
     var attempt = StopControl()
     var stop: StopReason?
+    /// The transfer succeeded and its outcome is being stored (a download delivered, events
+    /// written): stopping it now could leave a delivered file without its completion.
+    var completing = false
 }
 
 extension Daemon {
@@ -150,8 +153,15 @@ extension Daemon {
 
     /// Stops a running transfer for a control request or shutdown, and waits until it has
     /// let go (its progress and resume point are saved). The caller then sets the state.
+    /// A task whose outcome is being stored is not stopped: this waits for it to end (the
+    /// caller then finds it completed).
     func interrupt(_ key: TaskKey, because reason: StopReason) async {
-        guard let attempt = running[key]?.attempt else { return }
+        guard let task = running[key] else { return }
+        let attempt = task.attempt
+        if task.completing {
+            await attempt.ended()
+            return
+        }
         running[key]?.stop = reason
         attempt.stop()
         await attempt.ended()
@@ -206,6 +216,7 @@ extension Daemon {
             }
             switch outcome {
             case .success(let result):
+                running[key]?.completing = true
                 try await complete(record, result: result, destination: transfer.destination, logger: logger)
             case .failure(let error):
                 try await attemptFailed(record, error: error, snapshot: snapshot, retry: retry, logger: logger)
