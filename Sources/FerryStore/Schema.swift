@@ -3,34 +3,17 @@ import GRDB
 /// The schema's history. Each migration is SQL, runs in one transaction, and is never edited
 /// once released: a change is a new migration appended below.
 enum Schema {
+    /// Every migration, in the order they run: a new one goes at the end.
+    static let migrations = [
+        ("v1", v1), ("v2", v2), ("v3", v3), ("v4", v4), ("v5", v5), ("v6", v6), ("v7", v7), ("v8", v8), ("v9", v9),
+    ]
+
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
-        migrator.registerMigration("v1") { db in
-            try db.execute(sql: v1)
-        }
-        migrator.registerMigration("v2") { db in
-            try db.execute(sql: v2)
-        }
-        migrator.registerMigration("v3") { db in
-            try db.execute(sql: v3)
-        }
-        migrator.registerMigration("v4") { db in
-            try db.execute(sql: v4)
-        }
-        migrator.registerMigration("v5") { db in
-            try db.execute(sql: v5)
-        }
-        migrator.registerMigration("v6") { db in
-            try db.execute(sql: v6)
-        }
-        migrator.registerMigration("v7") { db in
-            try db.execute(sql: v7)
-        }
-        migrator.registerMigration("v8") { db in
-            try db.execute(sql: v8)
-        }
-        migrator.registerMigration("v9") { db in
-            try db.execute(sql: v9)
+        for (name, sql) in migrations {
+            migrator.registerMigration(name) { db in
+                try db.execute(sql: sql)
+            }
         }
         return migrator
     }
