@@ -110,12 +110,11 @@ extension Daemon {
                     keepsEvents: keepsEvents, now: clock.now)
                 logger.info("session created", metadata: ["session": "\(session)", "app": "\(bundle)"])
             }
-            if attach.owner, let limit = attach.httpMaximumConnectionsPerHost {
-                try await store.setMaximumConnectionsPerHost(limit, session: session)
-            }
-            if attach.owner, attach.networkAccess != nil || attach.transferOptions != nil {
-                try await store.configure(session: session, networkAccess: attach.networkAccess, transferOptions: attach.transferOptions)
-                wakeup.signal()  // a task held by the old policy may start under the new one
+            if attach.owner, attach.httpMaximumConnectionsPerHost != nil || attach.networkAccess != nil || attach.transferOptions != nil {
+                try await store.configure(
+                    session: session, maximumConnectionsPerHost: attach.httpMaximumConnectionsPerHost,
+                    networkAccess: attach.networkAccess, transferOptions: attach.transferOptions)
+                wakeup.signal()  // a task held by the old settings may start under the new ones
             }
             let page = try await taskPage(session, after: 0, limit: nil)
             if attach.owner {

@@ -49,28 +49,16 @@ extension FerryStore {
         }
     }
 
-    /// Sets the session's `httpMaximumConnectionsPerHost` (1…64) and returns the session.
+    /// Sets what an owner's attach says of the session (each only when given): its
+    /// `httpMaximumConnectionsPerHost` (1…64), what it allows of the network and how its
+    /// transfers are made; one write. Returns the session.
     ///
-    /// - Throws: ``FerryStoreError/Code/unknownSession``; ``FerryStoreError/Code/constraintViolation`` outside 1…64.
-    @discardableResult
-    public func setMaximumConnectionsPerHost(_ limit: Int, session identifier: String) async throws -> SessionRecord {
-        let path = self.path
-        return try await write("set the connection limit of \(identifier)") { db in
-            try db.execute(
-                sql: "UPDATE session SET maximum_connections_per_host = ? WHERE identifier = ?", arguments: [limit, identifier])
-            guard let session = try SessionRecord.fetchOne(db, sql: "SELECT * FROM session WHERE identifier = ?", arguments: [identifier])
-            else { throw FerryStoreError.unknownSession(identifier, path: path) }
-            return session
-        }
-    }
-
-    /// Sets what the session allows of the network and how its transfers are made (each only
-    /// when given), and returns the session.
-    ///
-    /// - Throws: ``FerryStoreError/Code/unknownSession``.
+    /// - Throws: ``FerryStoreError/Code/unknownSession``; ``FerryStoreError/Code/constraintViolation``
+    ///   for a connection limit outside 1…64.
     @discardableResult
     public func configure(
-        session identifier: String, networkAccess: NetworkAccess? = nil, transferOptions: SessionTransferOptions? = nil
+        session identifier: String, maximumConnectionsPerHost: Int? = nil, networkAccess: NetworkAccess? = nil,
+        transferOptions: SessionTransferOptions? = nil
     ) async throws -> SessionRecord {
         let path = self.path
         let encoder = JSONEncoder()
@@ -79,10 +67,11 @@ extension FerryStore {
         return try await write("configure session \(identifier)") { db in
             try db.execute(
                 sql: """
-                    UPDATE session SET network_access = coalesce(?, network_access), transfer_options = coalesce(?, transfer_options)
+                    UPDATE session SET maximum_connections_per_host = coalesce(?, maximum_connections_per_host),
+                        network_access = coalesce(?, network_access), transfer_options = coalesce(?, transfer_options)
                     WHERE identifier = ?
                     """,
-                arguments: [access, options, identifier])
+                arguments: [maximumConnectionsPerHost, access, options, identifier])
             guard let session = try SessionRecord.fetchOne(db, sql: "SELECT * FROM session WHERE identifier = ?", arguments: [identifier])
             else { throw FerryStoreError.unknownSession(identifier, path: path) }
             return session

@@ -47,12 +47,12 @@ struct SchedulingStateTests {
     func connectionLimit() async throws {
         try await withStore { (store, _) async throws in
             #expect(try await store.session("s")?.maximumConnectionsPerHost == 6)
-            #expect(try await store.setMaximumConnectionsPerHost(2, session: "s").maximumConnectionsPerHost == 2)
+            #expect(try await store.configure(session: "s", maximumConnectionsPerHost: 2).maximumConnectionsPerHost == 2)
             for bad in [0, 65] {
-                await #expect(throws: FerryStoreError.self) { try await store.setMaximumConnectionsPerHost(bad, session: "s") }
+                await #expect(throws: FerryStoreError.self) { try await store.configure(session: "s", maximumConnectionsPerHost: bad) }
             }
             #expect(try await store.session("s")?.maximumConnectionsPerHost == 2)
-            let error = await #expect(throws: FerryStoreError.self) { try await store.setMaximumConnectionsPerHost(3, session: "nope") }
+            let error = await #expect(throws: FerryStoreError.self) { try await store.configure(session: "nope", maximumConnectionsPerHost: 3) }
             #expect(error?.code == .unknownSession)
         }
     }
