@@ -5,6 +5,20 @@ import FerryStore
 import Foundation
 import Logging
 
+/// Session records read once per scheduling pass or batch of submissions: many tasks of one
+/// session need its record, and it does not change within one.
+struct SessionLookup {
+    private var records: [String: SessionRecord?] = [:]
+
+    /// The session's record (nil when there is none), read from `store` the first time.
+    mutating func record(_ identifier: String, in store: FerryStore) async throws -> SessionRecord? {
+        if let known = records[identifier] { return known }
+        let record = try await store.session(identifier)
+        records[identifier] = record
+        return record
+    }
+}
+
 /// Why a running transfer is being stopped by ferryd rather than ending on its own.
 enum StopReason: Sendable {
     case suspend, cancel, shutdown
@@ -74,7 +88,7 @@ extension Daemon {
     func runDueTasks() async -> Held {
         let now = clock.now
         var held: [TaskKey: WaitingReason] = [:]
-        var sessionRecords: [String: SessionRecord?] = [:]
+        var sessions = SessionLookup()
         var offset = 0
         var lookedAtAll = false
         // Pages of runnable tasks, best first, until the slots are full or none is left: tasks
@@ -89,7 +103,7 @@ extension Daemon {
                 return .byLimits  // look again in a second, not at once
             }
             for record in due where !isStopping {
-                if let reason = await start(record, sessions: &sessionRecords) { held[record.key] = reason }
+                if let reason = await start(record, sessions: &sessions) { held[record.key] = reason }
             }
             offset += due.count
             if due.count < Self.pageSize { lookedAtAll = true }
@@ -106,19 +120,13 @@ extension Daemon {
 
     /// Starts `record` if the network, the global limit and its session's per-host limit let
     /// it; otherwise returns why it waits.
-    private func start(_ record: TaskRecord, sessions sessionRecords: inout [String: SessionRecord?]) async -> WaitingReason? {
+    private func start(_ record: TaskRecord, sessions: inout SessionLookup) async -> WaitingReason? {
         let key = record.key
         guard running[key] == nil else {
             return WaitingReason(kind: .ready, message: "starting")  // its start is under way
         }
         let host = record.request.url.host?.lowercased() ?? ""
-        let session: SessionRecord?
-        if let known = sessionRecords[record.sessionIdentifier] {
-            session = known
-        } else {
-            session = try? await store.session(record.sessionIdentifier)
-            sessionRecords[record.sessionIdentifier] = session
-        }
+        let session = try? await sessions.record(record.sessionIdentifier, in: store)
         let access = session?.networkAccess ?? .unrestricted
         if let hold = network.hold(host: host, access: access) {
             announceWaiting(key, reason: hold, access: access)
@@ -250,10 +258,9 @@ extension Daemon {
         var transfer = Transfer(
             request: request, upload: record.bodyFile.map { .file(URL(fileURLWithPath: $0)) }, destination: destination,
             resourceTimeout: max(1, deadline.timeIntervalSince(clock.now)), idleTimeout: record.timeoutIntervalForRequest ?? 60,
-            retry: .none, resumableUpload: .automatic)
+            retry: .none, resumableUpload: session.transferOptions.usesResumableUploads ? .automatic : .disabled)
         transfer.additionalTrustedCertificateFiles = session.transferOptions.additionalTrustedCertificateFiles
         transfer.allowsHTTP2 = session.transferOptions.allowsHTTP2
-        if !session.transferOptions.usesResumableUploads { transfer.resumableUpload = .disabled }
         if let location = record.uploadResourceURL.flatMap(URL.init(string:)), let version = record.uploadInteropVersion {
             transfer.resumeUpload = ResumableUploadPoint(location: location, interopVersion: version)
         }

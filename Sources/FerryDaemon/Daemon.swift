@@ -259,7 +259,7 @@ public actor Daemon {
 
     private func handleSubmissions(_ run: [(id: UInt64, submission: TaskSubmission)], from connection: ClientConnection) async {
         var prepared: [(id: UInt64, task: NewTask)] = []
-        var sessionRecords: [String: SessionRecord] = [:]
+        var sessions = SessionLookup()
         for (id, submission) in run {
             do {
                 let request = FerryProtocol.Request.submit(submission)
@@ -268,12 +268,8 @@ public actor Daemon {
                     throw FerryProtocolError(.notOwner, "this connection does not own session \(submission.sessionIdentifier): attach with owner: true first")
                 }
                 // Each session is read once per run, not once per task.
-                let session: SessionRecord
-                if let known = sessionRecords[submission.sessionIdentifier] {
-                    session = known
-                } else {
-                    session = try await sessionRecord(submission.sessionIdentifier)
-                    sessionRecords[submission.sessionIdentifier] = session
+                guard let session = try await sessions.record(submission.sessionIdentifier, in: store) else {
+                    throw unknownSession(submission.sessionIdentifier)
                 }
                 prepared.append((id, try await prepare(submission, session: session)))
             } catch {
