@@ -23,6 +23,7 @@ let package = Package(
         .executable(name: "sharealike-share", targets: ["ShareAlikeShare"]),
         .executable(name: "imgshare", targets: ["ImgShareApp"]),
         .executable(name: "imgshare-share", targets: ["ImgShareShare"]),
+        .executable(name: "byteclub", targets: ["ByteClubApp"]),
     ],
     dependencies: [
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
@@ -280,6 +281,20 @@ let package = Package(
         .target(name: "ImgShareKit", dependencies: ["Ferry", "ExampleSupport"], path: "Examples/ImgShare/Kit", swiftSettings: swiftSettings),
         .executableTarget(name: "ImgShareApp", dependencies: ["ImgShareKit", "ExampleSupport", "Ferry"], path: "Examples/ImgShare/App", swiftSettings: swiftSettings),
         .executableTarget(name: "ImgShareShare", dependencies: ["ImgShareKit", "ExampleSupport", "Ferry", "ShareKit"], path: "Examples/ImgShare/Share", swiftSettings: swiftSettings),
+        // Byte Club: the NSURLSession tutorial's notes-and-photos club app on byteclub-server,
+        // built on the Ferry library only (ByteClubKit is the app's code; `byteclub` its CLI).
+        .target(
+            name: "ByteClubKit",
+            dependencies: [
+                "Ferry", "ExampleSupport",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Examples/ByteClub/Kit", swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "ByteClubApp",
+            dependencies: ["ByteClubKit", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Examples/ByteClub/App", swiftSettings: swiftSettings),
         // MARK: Tests
         .testTarget(
             name: "FerryCoreTests",
@@ -352,6 +367,12 @@ let package = Package(
         .testTarget(
             name: "FerryTestSupportTests",
             dependencies: ["FerryTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "ByteClubTests",
+            // ByteClubApp and ByteClubServerApp: the tests run the `byteclub` and `byteclub-server` binaries.
+            dependencies: ["ByteClubKit", "ByteClubApp", "ByteClubServerApp", "FerryTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -46,9 +46,12 @@ public struct JSONLinesFile<Record: Codable>: Sendable {
 /// ```
 public struct SettingsFile<Settings: Codable>: Sendable {
     public let url: URL
+    /// For secrets: the file is created 0600 in a 0700 folder, never readable by others even briefly.
+    public let ownerOnly: Bool
 
-    public init(url: URL) {
+    public init(url: URL, ownerOnly: Bool = false) {
         self.url = url
+        self.ownerOnly = ownerOnly
     }
 
     public func load() throws -> Settings? {
@@ -61,7 +64,20 @@ public struct SettingsFile<Settings: Codable>: Sendable {
     public func save(_ settings: Settings) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
-        try encoder.encode(settings).write(to: url, options: .atomic)
+        let data = try encoder.encode(settings)
+        guard ownerOnly else { return try data.write(to: url, options: .atomic) }
+        let directory = url.deletingLastPathComponent()
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        // Created 0600 under a temporary name, then renamed over the old file: readers see the old or the new.
+        let temporary = directory.appendingPathComponent(".\(url.lastPathComponent).\(getpid()).tmp")
+        guard FileManager.default.createFile(atPath: temporary.path, contents: data, attributes: [.posixPermissions: 0o600]) else {
+            throw ExampleError("cannot write \(temporary.path)")
+        }
+        guard rename(temporary.path, url.path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary.path)
+            throw ExampleError("cannot save \(url.path): \(reason)")
+        }
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import NIOCore
 
@@ -24,7 +25,7 @@ extension ServerState {
             if length > limit { throw APIError.tooLarge(limit) }
             if length > room { throw APIError.overQuota }
         }
-        let declared = request.headers[.contentLength].flatMap(Int64.init)
+        let declared = Self.declaredLength(request.headers)
         let temp = try blobs.makeTemp()
         do {
             try await stream(request.body, into: temp, limit: limit, room: room)
@@ -39,6 +40,15 @@ extension ServerState {
             temp.discard()
             throw error
         }
+    }
+
+    /// The whole body's length as the client announced it: a resumable upload's `Upload-Length`
+    /// (its creation request may carry none of the body, with `Content-Length: 0`, and the rest
+    /// arrives in appends), else `Content-Length` of a plain request; nil when unknown.
+    static func declaredLength(_ headers: HTTPFields) -> Int64? {
+        if let uploadLength = headers[HTTPField.Name("Upload-Length")!] { return Int64(uploadLength) }
+        if headers[HTTPField.Name("Upload-Complete")!] != nil { return nil }
+        return headers[.contentLength].flatMap(Int64.init)
     }
 
     /// Collects a body of at most `limit` bytes into memory (forms, images, bin requests).

@@ -1,0 +1,87 @@
+import ArgumentParser
+import ByteClubKit
+import Foundation
+
+/// byteclub: the Byte Club app — the members of a club share notes and photos in one folder of
+/// a Dropbox-v1-style service (byteclub-server), written on the Ferry library only.
+@main
+struct ByteClubCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "byteclub",
+        abstract: "Share notes and photos with your club (byteclub-server), on Ferry.",
+        discussion: """
+            Sign in once with `byteclub login`; BYTECLUB_SERVER and BYTECLUB_ACCESS_TOKEN in the
+            environment override the saved account. Exit statuses: 1 local file, 2 usage, 3 sign in
+            again, 4 refused request, 5 not found, 6 server busy, 7 over quota, 8 server unreachable,
+            9 server error, 130 cancelled (docs/byteclub.md).
+            """,
+        subcommands: [Login.self, Logout.self, Notes.self, Photos.self])
+
+    /// Commands report a ``ByteClubError`` as one line and its exit status.
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var command = command as? any AsyncParsableCommand {
+                try await command.run()
+            } else {
+                try command.run()
+            }
+        } catch let error as ByteClubError {
+            FileHandle.standardError.write(Data("byteclub: \(error)\n".utf8))
+            Foundation.exit(error.exitStatus)
+        } catch {
+            exit(withError: error)
+        }
+    }
+}
+
+/// The signed-in club, for commands that need one; its notices go to standard error.
+func signedInClub() throws -> ByteClub {
+    ByteClub(account: try ByteClubAccount.current(), notice: { say(error: $0) })
+}
+
+func say(error line: String) {
+    FileHandle.standardError.write(Data("byteclub: \(line)\n".utf8))
+}
+
+/// Prints `value` as pretty JSON on standard output.
+func printJSON<T: Encodable>(_ value: T) throws {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+    encoder.dateEncodingStrategy = .iso8601
+    print(String(decoding: try encoder.encode(value), as: UTF8.self))
+}
+
+struct Login: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Sign in to a club's server.")
+
+    @Option(help: "The server's URL, e.g. http://127.0.0.1:8080.") var server: String
+    @Option(help: "An access token the server's admin made (byteclub-server accounts add/token).") var token: String?
+
+    func run() async throws {
+        guard let url = URL(string: server), let scheme = url.scheme, ["http", "https"].contains(scheme), url.host != nil else {
+            throw ByteClubError.usage("not an http(s) URL: \(server)")
+        }
+        guard let token, !token.isEmpty else {
+            throw ByteClubError.usage("give the token with --token (sign-in in a browser is not built yet; see docs/byteclub.md)")
+        }
+        let account = ByteClubAccount(server: url, accessToken: token)
+        // Checked before it is saved: a wrong token is said now, not at the first note.
+        do {
+            _ = try await ByteClub(account: account).notes()
+        } catch ByteClubError.signInAgain(let detail) {
+            throw ByteClubError.signInAgain("it refused this token: \(detail)")
+        }
+        let file = AccountFile()
+        try file.save(account)
+        print("signed in to \(url.absoluteString); the account is in \(file.url.path)")
+    }
+}
+
+struct Logout: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Forget the saved account.")
+
+    func run() throws {
+        print(try AccountFile().remove() ? "signed out" : "not signed in")
+    }
+}

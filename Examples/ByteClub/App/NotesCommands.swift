@@ -1,0 +1,92 @@
+import ArgumentParser
+import ByteClubKit
+import Foundation
+
+struct Notes: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "The club's notes: list them, or show, write and edit one.",
+        subcommands: [List.self, Show.self, New.self, Edit.self], defaultSubcommand: List.self)
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List the notes: name, author, modified, size.")
+        @Flag(help: "Print JSON.") var json = false
+
+        func run() async throws {
+            let notes = try await signedInClub().notes()
+            if json { return try printJSON(notes.map(\.metadata)) }
+            if notes.isEmpty { return print("no notes yet: write one with `byteclub notes new NAME`") }
+            printColumns(notes.map { note in
+                [note.name, note.author ?? "-", note.metadata.modified.map(listingDate) ?? "-", "\(note.metadata.bytes) B"]
+            })
+        }
+    }
+
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Print a note.")
+        @Argument(help: "The note's name (.txt added when missing).") var name: String
+
+        func run() async throws {
+            let (text, _) = try await signedInClub().readNote(named: noteName(name))
+            print(text, terminator: text.hasSuffix("\n") ? "" : "\n")
+        }
+    }
+
+    struct New: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Write a new note (text from --text, standard input, or $EDITOR).")
+        @Argument(help: "The note's name (.txt added when missing).") var name: String
+        @Option(help: "The note's text.") var text: String?
+
+        func run() async throws {
+            let name = noteName(name)
+            let body = try text ?? noteText(editing: "")
+            let saved = try await signedInClub().saveNote(named: name, text: body)
+            print(saved.metadata.name == name ? "saved \(name)" : "\(name) exists; saved as \(saved.metadata.name)")
+        }
+    }
+
+    struct Edit: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Edit the latest revision of a note (new text from --text, standard input, or $EDITOR).",
+            discussion: "When another member saved it meanwhile, both are kept: yours as a conflicted copy, whose name is printed.")
+        @Argument(help: "The note's name (.txt added when missing).") var name: String
+        @Option(help: "The note's new text.") var text: String?
+
+        func run() async throws {
+            let club = try signedInClub()
+            let name = noteName(name)
+            let (current, metadata) = try await club.readNote(named: name)
+            let body = try text ?? noteText(editing: current)
+            guard body != current else { return print("\(name) unchanged") }
+            let saved = try await club.saveNote(named: name, text: body, parentRev: metadata.rev)
+            if saved.isConflictedCopy {
+                print("\(name) was changed by another member meanwhile; your text is kept as \(saved.metadata.name)")
+            } else {
+                print("saved \(name)")
+            }
+        }
+    }
+}
+
+/// Notes are `.txt` files; `hello` means `hello.txt`.
+func noteName(_ name: String) -> String {
+    name.lowercased().hasSuffix(".txt") ? name : name + ".txt"
+}
+
+/// The text of a note: standard input when it is not a terminal, else `$EDITOR` (`vi`) on a
+/// temporary file holding `initial`.
+func noteText(editing initial: String) throws -> String {
+    if isatty(STDIN_FILENO) == 0 {
+        return String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
+    }
+    let file = FileManager.default.temporaryDirectory.appendingPathComponent("byteclub-note-\(getpid()).txt")
+    defer { try? FileManager.default.removeItem(at: file) }
+    try Data(initial.utf8).write(to: file)
+    let editor = ProcessInfo.processInfo.environment["VISUAL"] ?? ProcessInfo.processInfo.environment["EDITOR"] ?? "vi"
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/bin/sh")
+    process.arguments = ["-c", "\(editor) \"$1\"", "editor", file.path]
+    try process.run()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else { throw ByteClubError.cancelled }
+    return String(decoding: try Data(contentsOf: file), as: UTF8.self)
+}

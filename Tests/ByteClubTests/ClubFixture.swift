@@ -1,0 +1,81 @@
+import FerryTestSupport
+import Foundation
+import Testing
+
+/// A real `byteclub-server` process on a free port with a fresh data directory, and a home for
+/// `byteclub` processes (its own XDG config, cache and data folders). `with { club in … }` runs
+/// a body and always stops the server and removes the folders.
+struct ClubFixture: Sendable {
+    static let token = "club-dev-token"
+    let root: URL
+    let server: URL
+    let serverProcess: SpawnedProcess
+
+    static func with<T>(serverArguments: [String] = [], _ body: (ClubFixture) async throws -> T) async throws -> T {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("byteclub-app-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: root.appendingPathComponent("home"), withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: root) }
+        let process = try SpawnedProcess.start(
+            try BuiltProducts.path(of: "byteclub-server"),
+            ["--port", "0", "--data-dir", root.appendingPathComponent("data").path, "--dev-access-token", token, "--log-level", "warning"] + serverArguments,
+            log: root.appendingPathComponent("server.log"))
+        defer { process.kill() }
+        let port = try await eventually("byteclub-server to print its port", timeout: .seconds(20), every: .milliseconds(50),
+                                        observed: process.output) { () throws -> Int? in
+            guard process.isRunning else { throw TestFailure("byteclub-server exited: \(process.output)") }
+            return ServerOutput.listeningPort(in: process.output)
+        }
+        return try await body(ClubFixture(root: root, server: URL(string: "http://127.0.0.1:\(port)")!, serverProcess: process))
+    }
+
+    /// The environment of a `byteclub` run by the member living in `home/<member>`.
+    func environment(member: String = "dev", signedIn: Bool = true) -> [String: String] {
+        let home = root.appendingPathComponent("home/\(member)").path
+        var environment = [
+            "HOME": home, "XDG_CONFIG_HOME": home + "/config", "XDG_CACHE_HOME": home + "/cache", "XDG_DATA_HOME": home + "/data",
+            "BYTECLUB_PROGRESS": "1", "BYTECLUB_SERVER": "", "BYTECLUB_ACCESS_TOKEN": "",
+        ]
+        if signedIn {
+            environment["BYTECLUB_SERVER"] = server.absoluteString
+            environment["BYTECLUB_ACCESS_TOKEN"] = Self.token
+        }
+        return environment
+    }
+
+    /// Starts `byteclub arguments…` in the current folder set to `home/<member>`.
+    /// With `input`, that text is its standard input (else /dev/null).
+    func start(_ arguments: [String], member: String = "dev", signedIn: Bool = true, environment extra: [String: String] = [:],
+               input: String? = nil) throws -> SpawnedProcess {
+        let name = UUID().uuidString.prefix(6)
+        let log = root.appendingPathComponent("byteclub-\(name).log")
+        let stdin = root.appendingPathComponent("stdin-\(name)")
+        try Data((input ?? "").utf8).write(to: stdin)
+        try FileManager.default.createDirectory(at: root.appendingPathComponent("home/\(member)"), withIntermediateDirectories: true)
+        // cd first: `photos get` writes into the current folder.
+        let script = input == nil ? "cd \"$1\" && shift && exec \"$@\"" : "cd \"$1\" && shift && exec \"$@\" < \"\(stdin.path)\""
+        return try SpawnedProcess.start(
+            "/bin/sh", ["-c", script, "sh", root.appendingPathComponent("home/\(member)").path, try BuiltProducts.path(of: "byteclub")] + arguments,
+            environment: environment(member: member, signedIn: signedIn).merging(extra) { $1 }, log: log)
+    }
+
+    /// Runs `byteclub arguments…` to its end (bounded); its exit status and output.
+    func run(_ arguments: [String], member: String = "dev", signedIn: Bool = true, environment extra: [String: String] = [:],
+             input: String? = nil, timeout: Duration = .seconds(60)) async throws -> (status: Int32, output: String) {
+        let process = try start(arguments, member: member, signedIn: signedIn, environment: extra, input: input)
+        defer { process.kill() }
+        let status = try await process.exit(within: timeout)
+        return (status, process.output)
+    }
+
+    /// A file in the member's home (the home is made when missing).
+    func file(_ name: String, member: String = "dev") -> URL {
+        let home = root.appendingPathComponent("home/\(member)")
+        try? FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        return home.appendingPathComponent(name)
+    }
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
