@@ -371,8 +371,8 @@ let package = Package(
         ),
         .testTarget(
             name: "ByteClubTests",
-            // ByteClubApp and ByteClubServerApp: the tests run the `byteclub` and `byteclub-server` binaries.
-            dependencies: ["ByteClubKit", "ByteClubApp", "ByteClubServerApp", "FerryTestSupport"],
+            // The tests run the `byteclub`, `byteclub-server`, `ferryd` and `ferry` binaries.
+            dependencies: ["ByteClubKit", "ByteClubApp", "ByteClubServerApp", "FerryDaemonApp", "FerryCLI", "FerryTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -14,27 +14,57 @@ struct ClubFixture: Sendable {
     static func with<T>(serverArguments: [String] = [], _ body: (ClubFixture) async throws -> T) async throws -> T {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("byteclub-app-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: root.appendingPathComponent("home"), withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: root) }
+        defer {
+            stopDaemon(root)
+            try? FileManager.default.removeItem(at: root)
+        }
+        let (process, port) = try await startServer(root: root, port: 0, arguments: serverArguments)
+        defer { process.kill() }
+        return try await body(ClubFixture(root: root, server: URL(string: "http://127.0.0.1:\(port)")!, serverProcess: process))
+    }
+
+    /// A byteclub-server on `port` (0: any) with the fixture's data folder; its process and port.
+    static func startServer(root: URL, port: Int, arguments: [String] = []) async throws -> (SpawnedProcess, Int) {
         let process = try SpawnedProcess.start(
             try BuiltProducts.path(of: "byteclub-server"),
-            ["--port", "0", "--data-dir", root.appendingPathComponent("data").path, "--dev-access-token", token, "--log-level", "warning"] + serverArguments,
-            log: root.appendingPathComponent("server.log"))
-        defer { process.kill() }
-        let port = try await eventually("byteclub-server to print its port", timeout: .seconds(20), every: .milliseconds(50),
-                                        observed: process.output) { () throws -> Int? in
-            guard process.isRunning else { throw TestFailure("byteclub-server exited: \(process.output)") }
-            return ServerOutput.listeningPort(in: process.output)
+            ["--port", "\(port)", "--data-dir", root.appendingPathComponent("data").path, "--dev-access-token", token, "--log-level", "warning"] + arguments,
+            log: root.appendingPathComponent("server-\(UUID().uuidString.prefix(6)).log"))
+        do {
+            let port = try await eventually("byteclub-server to print its port", timeout: .seconds(20), every: .milliseconds(50),
+                                            observed: process.output) { () throws -> Int? in
+                guard process.isRunning else { throw TestFailure("byteclub-server exited: \(process.output)") }
+                return ServerOutput.listeningPort(in: process.output)
+            }
+            return (process, port)
+        } catch {
+            process.kill()
+            throw error
         }
-        return try await body(ClubFixture(root: root, server: URL(string: "http://127.0.0.1:\(port)")!, serverProcess: process))
+    }
+
+    /// The fixture's own ferryd folders: `byteclub` (through the Ferry library) starts ferryd
+    /// there when it needs it, and `stopDaemon` ends it.
+    var ferryEnvironment: [String: String] {
+        ["FERRY_DATA_DIR": root.appendingPathComponent("ferry/data").path, "FERRY_RUNTIME_DIR": root.appendingPathComponent("ferry/run").path]
+    }
+
+    /// SIGKILL to a ferryd started for this fixture (found by its data folder in /proc), so none outlives the test.
+    static func stopDaemon(_ root: URL) {
+        let marker = "FERRY_DATA_DIR=" + root.appendingPathComponent("ferry/data").path
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+            guard let pid = Int32(entry), let environ = FileManager.default.contents(atPath: "/proc/\(pid)/environ"),
+                  let exe = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe"), exe.hasSuffix("/ferryd") else { continue }
+            if environ.split(separator: 0).contains(where: { String(decoding: $0, as: UTF8.self) == marker }) { kill(pid, SIGKILL) }
+        }
     }
 
     /// The environment of a `byteclub` run by the member living in `home/<member>`.
     func environment(member: String = "dev", signedIn: Bool = true) -> [String: String] {
         let home = root.appendingPathComponent("home/\(member)").path
-        var environment = [
+        var environment = ferryEnvironment.merging([
             "HOME": home, "XDG_CONFIG_HOME": home + "/config", "XDG_CACHE_HOME": home + "/cache", "XDG_DATA_HOME": home + "/data",
             "BYTECLUB_PROGRESS": "1", "BYTECLUB_SERVER": "", "BYTECLUB_ACCESS_TOKEN": "",
-        ]
+        ]) { $1 }
         if signedIn {
             environment["BYTECLUB_SERVER"] = server.absoluteString
             environment["BYTECLUB_ACCESS_TOKEN"] = Self.token

@@ -1,5 +1,6 @@
 import ArgumentParser
 import ByteClubKit
+import Ferry
 import Foundation
 
 /// byteclub: the Byte Club app — the members of a club share notes and photos in one folder of
@@ -15,10 +16,18 @@ struct ByteClubCommand: AsyncParsableCommand {
             again, 4 refused request, 5 not found, 6 server busy, 7 over quota, 8 server unreachable,
             9 server error, 130 cancelled (docs/byteclub.md).
             """,
-        subcommands: [Login.self, Logout.self, Notes.self, Photos.self])
+        subcommands: [Login.self, Logout.self, Notes.self, Photos.self, History.self])
 
     /// Commands report a ``ByteClubError`` as one line and its exit status.
     static func main() async {
+        // Started by ferryd for the background uploads' events: record them, then exit.
+        if let launch = BackgroundLaunch.current {
+            do {
+                Foundation.exit(try await BackgroundUploads.handle(launch, paths: ByteClubPaths()) ? 0 : 3)
+            } catch {
+                report(error)
+            }
+        }
         do {
             var command = try parseAsRoot()
             if var command = command as? any AsyncParsableCommand {
@@ -26,12 +35,16 @@ struct ByteClubCommand: AsyncParsableCommand {
             } else {
                 try command.run()
             }
-        } catch let error as ByteClubError {
-            FileHandle.standardError.write(Data("byteclub: \(error)\n".utf8))
-            Foundation.exit(error.exitStatus)
         } catch {
-            exit(withError: error)
+            report(error)
         }
+    }
+
+    /// One line on standard error and the error's exit status.
+    static func report(_ error: any Error) -> Never {
+        guard let error = error as? ByteClubError else { exit(withError: error) }
+        say(error: "\(error)")
+        Foundation.exit(error.exitStatus)
     }
 }
 
@@ -83,5 +96,20 @@ struct Logout: AsyncParsableCommand {
 
     func run() throws {
         print(try AccountFile().remove() ? "signed out" : "not signed in")
+    }
+}
+
+struct History: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "What the background uploads did: each one once, when it ended.")
+    @Flag(help: "Print JSON.") var json = false
+
+    func run() throws {
+        let outcomes = try ByteClubKit.History(paths: ByteClubPaths()).read()
+        if json { return try printJSON(outcomes) }
+        if outcomes.isEmpty { return print("no background upload has ended yet") }
+        printColumns(outcomes.map { outcome in
+            let result = outcome.error ?? "stored as \(outcome.storedAs ?? "?")"
+            return [listingDate(outcome.date), "#\(outcome.task)", outcome.name, outcome.status.map { "HTTP \($0)" } ?? "-", result]
+        })
     }
 }

@@ -32,11 +32,19 @@ struct Photos: AsyncParsableCommand {
 
     struct Upload: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Upload photos with a progress bar; Ctrl-C cancels and the server keeps nothing of it.")
+            abstract: "Upload photos with a progress bar; Ctrl-C cancels and the server keeps nothing of it.",
+            discussion: "With --background ferryd carries the uploads and starts byteclub when they end; `byteclub history` shows how.")
         @Argument(help: "JPEG files.") var files: [String]
+        @Flag(help: "Hand the uploads to ferryd and return at once.") var background = false
 
         func run() async throws {
             let club = try signedInClub()
+            if background {
+                for (file, task) in try BackgroundUploads.start(files.map { URL(fileURLWithPath: $0) }, club: club) {
+                    print("handed \(file.lastPathComponent) to ferryd (task #\(task)); `byteclub history` tells how it ends")
+                }
+                return
+            }
             for path in files {
                 let file = URL(fileURLWithPath: path)
                 let bar = ProgressBar(file.lastPathComponent)
