@@ -293,7 +293,7 @@ let package = Package(
             path: "Examples/ByteClub/Kit", swiftSettings: swiftSettings),
         .executableTarget(
             name: "ByteClubApp",
-            dependencies: ["ByteClubKit", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["ByteClubKit", "CVips", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Examples/ByteClub/App", swiftSettings: swiftSettings),
         // MARK: Tests
         .testTarget(

@@ -33,6 +33,45 @@ struct PhotosTests {
         }
     }
 
+    @Test("thumbnails are drawn inline with the kitty protocol or sixel, and --sheet writes a contact sheet with libvips")
+    func inlineAndSheet() async throws {
+        try await ClubFixture.with { club in
+            try TestImages.convert(["-size", "400x300", "gradient:white-navy", club.file("sky.jpg").path])
+            try TestImages.convert(["-size", "300x400", "gradient:green-yellow", club.file("tree.jpg").path])
+            #expect(try await club.run(["photos", "upload", "sky.jpg", "tree.jpg"]).status == 0)
+
+            let kitty = try await club.run(["photos", "--images", "kitty"])
+            let chunks = kitty.output.components(separatedBy: "\u{1B}_G").dropFirst()
+            let first = try #require(chunks.first, "kitty graphics commands: \(kitty.output.prefix(300))")
+            #expect(first.hasPrefix("a=T,f=24,s=128,v=96,"), "sky.jpg fitted into 128 × 96: \(first.prefix(60))")
+            // The payload of the first picture (up to the next `a=T`) is 128 × 96 RGB pixels.
+            var payload = ""
+            for chunk in chunks {
+                if chunk.hasPrefix("a=T"), !payload.isEmpty { break }
+                let body = chunk[chunk.index(after: chunk.firstIndex(of: ";")!)...]
+                payload += body.prefix { $0 != "\u{1B}" }
+            }
+            #expect(Data(base64Encoded: payload)?.count == 128 * 96 * 3)
+
+            let sixel = try await club.run(["photos", "--images", "sixel"])
+            let images = sixel.output.components(separatedBy: "\u{1B}P0;1;0q").dropFirst()
+            #expect(images.count == 2, "one sixel image per photo")
+            #expect(images.first?.hasPrefix("\"1;1;128;96") == true, "raster attributes of sky.jpg")
+            #expect(images.dropFirst().first?.hasPrefix("\"1;1;72;96") == true, "tree.jpg fitted into 128 × 96 keeps its shape")
+            let bands = images.first.map { $0.prefix { $0 != "\u{1B}" }.filter { $0 == "-" }.count }
+            #expect(bands == 16, "96 rows are 16 bands of six")
+
+            let plain = try await club.run(["photos"])
+            #expect(!plain.output.contains("\u{1B}"), "no pictures when standard output is not a terminal")
+
+            let sheet = club.file("sheet.jpg")
+            let made = try await club.run(["photos", "--sheet", sheet.path])
+            #expect(made.status == 0 && made.output.contains("contact sheet of 2 photo(s)"), "\(made.output)")
+            let bytes = try Data(contentsOf: sheet)
+            #expect(bytes.starts(with: [0xFF, 0xD8]), "the sheet is a JPEG")
+        }
+    }
+
     @Test("Ctrl-C on an upload stops it with status 130 and the server keeps nothing of it")
     func cancelledUpload() async throws {
         try await ClubFixture.with { club in

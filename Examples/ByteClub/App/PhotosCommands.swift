@@ -12,6 +12,15 @@ struct Photos: AsyncParsableCommand {
             abstract: "List the photos (name, size, modified); thumbnails are downloaded into the cache, several at once.")
         @Flag(help: "Print JSON, each photo with its cached thumbnail's path.") var json = false
         @Flag(name: .customLong("no-thumbnails"), help: "Do not fetch thumbnails.") var noThumbnails = false
+        @Option(help: "Show thumbnails inline: auto (what the terminal speaks), kitty, sixel, none.") var images = "auto"
+        @Option(help: "Write a contact sheet of the thumbnails to this file (.jpg, .png).") var sheet: String?
+
+        func validate() throws {
+            guard images == "auto" || images == "none" || InlineImages(rawValue: images) != nil else {
+                throw ValidationError("--images is auto, kitty, sixel or none")
+            }
+            if noThumbnails && sheet != nil { throw ValidationError("--sheet needs the thumbnails") }
+        }
 
         func run() async throws {
             let club = try signedInClub()
@@ -21,12 +30,26 @@ struct Photos: AsyncParsableCommand {
             if !noThumbnails {
                 say(error: "\(fetched) thumbnail(s) downloaded, \(photos.filter { $0.thumbnail != nil }.count - fetched) from the cache")
             }
+            if let sheet {
+                let pictures = photos.compactMap { photo in photo.thumbnail.map { (file: $0, label: photo.name) } }
+                do { try ContactSheet.write(pictures, to: URL(fileURLWithPath: sheet)) } catch { throw ByteClubError.local("\(error)") }
+                say(error: "contact sheet of \(pictures.count) photo(s) written to \(sheet)")
+            }
             if json { return try printJSON(photos.map(PhotoListing.init)) }
             if photos.isEmpty { return print("no photos yet: upload one with `byteclub photos upload FILE`") }
-            printColumns(photos.map { photo in
+            let rows = photos.map { photo in
                 [photo.name, ProgressBar.bytes(photo.metadata.bytes), photo.metadata.modified.map(listingDate) ?? "-",
                  photo.metadata.modifier?.displayName ?? "-"]
-            })
+            }
+            let inline = noThumbnails || images == "none" ? nil : (images == "auto" ? InlineImages.detect() : InlineImages(rawValue: images))
+            guard let inline else { return printColumns(rows) }
+            // Each row under its picture (at most 128 × 96 pixels).
+            for (photo, row) in zip(photos, columns(rows)) {
+                if let picture = photo.thumbnail.flatMap({ inline.sequence(for: $0, width: 128, height: 96) }) {
+                    FileHandle.standardOutput.write(Data(picture.utf8))
+                }
+                print(row)
+            }
         }
     }
 

@@ -111,17 +111,21 @@ final class ProgressBar: @unchecked Sendable {
 
 /// Rows printed as columns padded to their widest cell, two spaces apart.
 func printColumns(_ rows: [[String]]) {
+    for line in columns(rows) { print(line) }
+}
+
+/// The lines of `rows` as columns padded to their widest cell.
+func columns(_ rows: [[String]]) -> [String] {
     let widths = rows.reduce(into: [Int]()) { widths, row in
         for (column, cell) in row.enumerated() {
             if column == widths.count { widths.append(0) }
             widths[column] = max(widths[column], cell.count)
         }
     }
-    for row in rows {
-        let cells = row.enumerated().map { column, cell in
+    return rows.map { row in
+        row.enumerated().map { column, cell in
             column == row.count - 1 ? cell : cell.padding(toLength: widths[column], withPad: " ", startingAt: 0)
-        }
-        print(cells.joined(separator: "  "))
+        }.joined(separator: "  ")
     }
 }
 

@@ -1,4 +1,5 @@
-// libvips for byteclub-server (image sizes, thumbnails) and ShareKit (image details).
+// libvips for byteclub-server (image sizes, thumbnails), ShareKit (image details) and the Byte
+// Club app (thumbnails shown in a terminal, contact sheets).
 //
 // libvips is loaded with dlopen the first time a cvips_start* call runs, not linked: it
 // brings about a hundred shared libraries (GLib, poppler, fftw, …) whose symbol lookups
@@ -41,7 +42,18 @@ int cvips_thumbnail_file(const char *path, int width, int height, const char *su
 int cvips_thumbnail_file_cropped(const char *path, int width, int height, const char *suffix,
                                  void **buffer, size_t *length);
 
-/// Frees a buffer a thumbnail call returned.
+/// Decodes the image file at `path`, shrinks it to fit `width` x `height` (never enlarges), and
+/// gives its pixels as 8-bit sRGB, 3 bytes a pixel, row by row (alpha flattened on black), in a
+/// buffer the caller frees with cvips_free, and the size it has. Returns 0 on success.
+int cvips_rgb_file(const char *path, int width, int height, void **pixels, int *out_width, int *out_height);
+
+/// Writes a contact sheet to `output` (its suffix picks the format, e.g. ".jpg"): `count`
+/// pictures fitted into `cell` x `cell` squares on white, each with its label under it,
+/// `across` to a row. Returns 0 on success; on failure copies the reason into `error`.
+int cvips_contact_sheet(const char *const *paths, const char *const *labels, int count, int cell, int across,
+                        const char *output, char *error, size_t error_size);
+
+/// Frees a buffer a thumbnail or pixels call returned.
 void cvips_free(void *buffer);
 
 #endif
