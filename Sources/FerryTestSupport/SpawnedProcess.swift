@@ -83,6 +83,16 @@ public final class SpawnedProcess: Sendable {
         try await eventually("pid \(pid) to exit", timeout: timeout, every: .milliseconds(20), observed: String(output.suffix(1000))) { exitStatus }
     }
 
+    /// Blocks until the process ends (for commands that answer in milliseconds); its exit status.
+    public func waitUntilExit() -> Int32 {
+        if let status = exitStatus { return status }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        reaped.value = code
+        return code
+    }
+
     /// The output so far.
     public var output: String { log.flatMap { try? String(contentsOf: $0, encoding: .utf8) } ?? "" }
 
