@@ -25,8 +25,11 @@ public struct ByteClubServer: Sendable {
         public var appKey: String
         /// Dropbox-style app secret.
         public var appSecret: String
-        /// Bearer token for the files API (and the web page).
+        /// Bearer token for the files API (and the web page): the account's first token, kept
+        /// in clear for this (tokens issued later are stored as digests only).
         public var accessToken: String
+        /// Whether ``accessToken`` was revoked (`byteclub-server accounts revoke dev`).
+        public var accessTokenRevoked: Bool
         /// `Client-ID` for the images API.
         public var clientID: String
         /// Whether this start created the account (first start on this data directory).
@@ -49,9 +52,9 @@ public struct ByteClubServer: Sendable {
         self.logger = logger
         state = try ServerState(configuration: configuration, logger: logger)
         cleanedFiles = try state.cleanOrphans()
-        let (account, created) = try state.ensureDevAccount()
-        devAccount = DevAccount(appKey: account.appKey, appSecret: account.appSecret, accessToken: account.accessToken,
-                                clientID: account.clientId, created: created)
+        let (account, created, tokenActive) = try state.store.ensureDevAccount(wanted: configuration.devCredentials)
+        devAccount = DevAccount(appKey: account.appKey, appSecret: account.appSecret, accessToken: account.devAccessToken ?? "",
+                                accessTokenRevoked: !tokenActive, clientID: account.clientId, created: created)
         if !Vips.start() { logger.warning("libvips did not start: images get no dimensions or thumbnails") }
     }
 

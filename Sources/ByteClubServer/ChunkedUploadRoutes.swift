@@ -59,7 +59,7 @@ struct ChunkedUploadRoutes: Sendable {
         }
         let file = try TempFile(path: state.blobs.chunkPath(of: id), append: true)
         do {
-            let room = account.quotaBytes - (try await state.usedBytes(accountID)) - offset
+            let room = state.configuration.quotaBytes - (try await state.usedBytes(namespace: account.namespaceId)) - offset
             try await state.stream(request.body, into: file, limit: min(state.configuration.maxBodyBytes, 150 << 20) + offset, room: room + offset)
             try file.sync()
             try file.close()

@@ -26,7 +26,8 @@ public struct ByteClubConfiguration: Sendable {
     public var maxImageBytes: Int = 20 << 20
     /// Largest request head (all header fields together).
     public var maxHeaderBytes: Int = 64 << 10
-    /// Bytes each account may store (files and images); past it uploads get 507.
+    /// Bytes each namespace (a club's shared folder) may store: its files and the images its
+    /// members uploaded; past it uploads get 507.
     public var quotaBytes: Int64 = 10 << 30
     /// Requests per window a `Client-ID` may make to the images API (`X-RateLimit-ClientLimit`).
     public var clientRateLimit: Int = 12_500

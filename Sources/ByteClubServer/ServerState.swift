@@ -39,30 +39,6 @@ final class ServerState: Sendable {
         boundURL.withLock { $0 = "http://\(shown):\(port)" }
     }
 
-    /// Creates the development account on first start; returns it (new or existing).
-    func ensureDevAccount() throws -> (Account, created: Bool) {
-        let wanted = configuration.devCredentials
-        let quota = configuration.quotaBytes
-        return try store.pool.write { db in
-            if var existing = try Account.order(Column("id")).fetchOne(db) {
-                if existing.quotaBytes != quota {
-                    existing.quotaBytes = quota
-                    try existing.update(db)
-                }
-                return (existing, false)
-            }
-            var account = Account(
-                id: nil, name: "dev",
-                appKey: wanted.appKey ?? Self.randomToken(8),
-                appSecret: Self.randomToken(8),
-                accessToken: wanted.accessToken ?? Self.randomToken(24),
-                clientId: wanted.clientID ?? Self.randomToken(8),
-                quotaBytes: quota, nextRevision: 1, createdAt: Date().timeIntervalSince1970)
-            try account.insert(db)
-            return (account, true)
-        }
-    }
-
     /// Start-up cleaning of files a crash left behind (see ``BlobStore/clean(referenced:)``).
     func cleanOrphans() throws -> Int {
         let referenced = try store.pool.read { db in

@@ -1,8 +1,10 @@
 import Foundation
 import GRDB
 
-/// The SQLite database (GRDB, WAL) holding accounts, file entries, images, bins and chunked
-/// uploads. File bodies live in ``BlobStore``; a row is written only after its blob is durable.
+/// The SQLite database (GRDB, WAL) holding namespaces, accounts and their tokens, file entries,
+/// images, bins and chunked uploads. File bodies live in ``BlobStore``; a row is written only
+/// after its blob is durable. Several processes may open it at once (the server and the
+/// `accounts` subcommands): nothing read from it is cached across requests.
 final class Store: Sendable {
     let pool: DatabasePool
 
@@ -86,6 +88,7 @@ final class Store: Sendable {
                 CREATE INDEX bin_request_bin ON bin_request(bin_id, id);
                 """)
         }
+        migrator.registerMigration("v2", migrate: Self.migrateToNamespaces)
         return migrator
     }
 }

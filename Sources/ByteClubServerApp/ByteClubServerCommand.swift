@@ -9,6 +9,18 @@ struct ByteClubServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "byteclub-server",
         abstract: "Dropbox-v1-style files, Imgur-style images and request bins on 127.0.0.1.",
+        discussion: "With no subcommand it runs the server (`serve`); `accounts` manages the club's members.",
+        subcommands: [ServeCommand.self, AccountsCommand.self],
+        defaultSubcommand: ServeCommand.self)
+}
+
+/// The server itself, the default subcommand: `byteclub-server [OPTIONS]` is
+/// `byteclub-server serve [OPTIONS]`. (Its options are not the root command's, whose options
+/// would also be matched after a subcommand and take `accounts --data-dir` for themselves.)
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Run the server (the default when no subcommand is given).",
         discussion: """
             Every option can also be set in the environment as BYTECLUB_<OPTION> (for example
             BYTECLUB_PORT=9000, BYTECLUB_DATA_DIR=/srv/byteclub); a flag wins over the environment.
@@ -19,7 +31,7 @@ struct ByteClubServerCommand: AsyncParsableCommand {
     @Option(help: "TCP port (0: any free port).") var port: Int?
     @Option(name: .customLong("data-dir"), help: "Directory for the database and files.") var dataDir: String?
     @Option(name: .customLong("public-url"), help: "Base URL put in links (default: the bound address).") var publicURL: String?
-    @Option(help: "Bytes each account may store (507 past it).") var quota: Int64?
+    @Option(help: "Bytes each namespace (a club's shared folder) may store (507 past it).") var quota: Int64?
     @Option(name: .customLong("max-body"), help: "Largest request body in bytes.") var maxBody: Int64?
     @Option(name: .customLong("max-image"), help: "Largest image in bytes.") var maxImage: Int?
     @Option(name: .customLong("max-header"), help: "Largest request head in bytes.") var maxHeader: Int?
@@ -93,14 +105,12 @@ struct ByteClubServerCommand: AsyncParsableCommand {
         let server = try ByteClubServer(configuration: configuration, logger: logger)
         let account = server.devAccount
         if server.cleanedFiles > 0 { logger.notice("removed \(server.cleanedFiles) file(s) an interrupted run left behind") }
-        say("""
-            byteclub-server: data in \(configuration.dataDirectory)
-            \(account.created ? "Created the development account. Its credentials:" : "Development account:")
-              BYTECLUB_APP_KEY=\(account.appKey)
-              BYTECLUB_APP_SECRET=\(account.appSecret)
-              BYTECLUB_ACCESS_TOKEN=\(account.accessToken)
-              BYTECLUB_CLIENT_ID=\(account.clientID)
-            """)
+        say("byteclub-server: data in \(configuration.dataDirectory)")
+        say(account.created ? "Created the development account. Its credentials:" : "Development account:")
+        say(credentialLines(appKey: account.appKey, appSecret: account.appSecret, accessToken: account.accessToken, clientID: account.clientID))
+        if account.accessTokenRevoked {
+            say("  (that access token was revoked: `byteclub-server accounts token dev` issues a new one)")
+        }
         if configuration.faults != nil { say("WARNING: fault injection is ON (\(faults))") }
         let host = configuration.host
         try await server.run(handleSignals: true) { port in
@@ -109,6 +119,17 @@ struct ByteClubServerCommand: AsyncParsableCommand {
         }
         say("byteclub-server: stopped")
     }
+}
+
+/// The credentials block the server prints for the development account at start and
+/// `accounts add` prints for a new member: one `NAME=value` a line, ready for `export`.
+func credentialLines(appKey: String, appSecret: String, accessToken: String, clientID: String) -> String {
+    """
+      BYTECLUB_APP_KEY=\(appKey)
+      BYTECLUB_APP_SECRET=\(appSecret)
+      BYTECLUB_ACCESS_TOKEN=\(accessToken)
+      BYTECLUB_CLIENT_ID=\(clientID)
+    """
 }
 
 /// Prints a line to stdout at once (stdout may be a pipe read by a script or a test).
