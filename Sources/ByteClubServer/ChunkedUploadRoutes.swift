@@ -82,10 +82,7 @@ struct ChunkedUploadRoutes: Sendable {
         let (root, path) = try FilesRoutes.location(request)
         let parameters = try await state.parameters(request)
         guard let id = parameters["upload_id"] else { throw APIError.badParameter("upload_id", "missing") }
-        let mode = WriteMode(
-            overwrite: try parameters.bool("overwrite", default: true),
-            parentRev: parameters["parent_rev"].flatMap { $0.isEmpty ? nil : $0 },
-            autorename: try parameters.bool("autorename", default: true))
+        let mode = try WriteMode(parameters)
         guard let offset = try await state.store.pool.read({ db in
             try Int64.fetchOne(db, sql: "SELECT \"offset\" FROM chunked_upload WHERE id = ? AND account_id = ?", arguments: [id, accountID])
         }) else {

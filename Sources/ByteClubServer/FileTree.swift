@@ -3,12 +3,20 @@ import GRDB
 
 /// How `files_put` and `commit_chunked_upload` treat an existing file at the target path.
 struct WriteMode: Sendable {
-    /// Replace an existing file (Dropbox's default `true`).
+    /// Replace an existing file (Dropbox's default `true`); `false`: write "name (1).txt".
     var overwrite = true
-    /// Replace only if the current file has this `rev`; otherwise it is a conflict.
+    /// The `rev` the client's edit started from. The latest → replace; any other (or a folder
+    /// there) → the body is kept as "name (<author>'s conflicted copy).txt". Wins over `overwrite`.
     var parentRev: String?
-    /// On conflict, write "name (1).txt" instead of failing (Dropbox v1 always did).
+    /// On conflict, write under another name instead of failing with 409 (Dropbox v1 always did).
     var autorename = true
+
+    /// From a request's `overwrite`, `parent_rev` (empty = none) and `autorename`.
+    init(_ parameters: [String: String]) throws(APIError) {
+        overwrite = try parameters.bool("overwrite", default: true)
+        parentRev = parameters["parent_rev"].flatMap { $0.isEmpty ? nil : $0 }
+        autorename = try parameters.bool("autorename", default: true)
+    }
 }
 
 /// A namespace's tree of entries, shared by its members: every change is one write
@@ -48,28 +56,23 @@ extension Store {
     /// `mode`. Returns the new entry and the blob it replaced, which the caller deletes.
     func putFile(author: Account, path: DropboxPath, blob: String, bytes: Int64, mode: WriteMode, quota: Int64) async throws -> (Entry, replaced: String?) {
         guard !path.isRoot else { throw APIError.badParameter("path", "cannot write to the root folder") }
+        if let parentRev = mode.parentRev, Entry.revision(fromRev: parentRev) == nil {
+            throw APIError.badParameter("parent_rev", "'\(parentRev)' is not a rev of this server (take it from the file's metadata)")
+        }
         let namespace = author.namespaceId
+        // One write transaction: the rev compared is the rev replaced, so of two members saving
+        // the same note from the same parent_rev, one replaces it and the other gets a copy.
         return try await pool.write { db in
             try Self.ensureFolders(db, author: author, path.parent)
             var target = path
             var existing = try Self.fetch(db, namespace, target)
-            var conflict = false
-            if let current = existing {
-                if current.isDir {
-                    conflict = true
-                } else if let parentRev = mode.parentRev {
-                    conflict = parentRev != current.rev
-                } else {
-                    conflict = !mode.overwrite
-                }
-            }
-            if conflict {
+            if let current = existing, let rename = Self.conflictName(current: current, mode: mode, author: author.name) {
                 guard mode.autorename else {
-                    throw APIError(.conflict, "Conflict: '\(existing?.pathDisplay ?? path.display)' exists and was not overwritten")
+                    throw APIError(.conflict, "Conflict: '\(current.pathDisplay)' exists and was not overwritten")
                 }
                 var n = 1
                 repeat {
-                    target = path.conflictCandidate(n)
+                    target = rename(path, n)
                     n += 1
                     guard n < 10_000 else { throw APIError(.conflict, "Conflict: no free name for '\(path.display)'") }
                 } while try Self.fetch(db, namespace, target) != nil
@@ -87,6 +90,19 @@ extension Store {
             try entry.save(db)
             return (entry, existing?.blob)
         }
+    }
+
+    /// Whether a put at `current`'s path must go elsewhere, and how the other names are made:
+    /// a stale `parent_rev` (or a folder in the way of one) → "name (<author>'s conflicted
+    /// copy).txt"; `overwrite=false` or a folder in the way → "name (1).txt". No parent_rev
+    /// given and a file there → `nil`: replace it.
+    static func conflictName(current: Entry, mode: WriteMode, author: String) -> ((DropboxPath, Int) -> DropboxPath)? {
+        if let parentRev = mode.parentRev {
+            if !current.isDir && parentRev == current.rev { return nil }
+            return { path, n in path.conflictedCopy(by: author, n) }
+        }
+        if current.isDir || !mode.overwrite { return { path, n in path.conflictCandidate(n) } }
+        return nil
     }
 
     /// `fileops/create_folder`: 403 when something is already there.

@@ -87,10 +87,7 @@ struct FilesRoutes: Sendable {
         let (root, path) = try Self.location(request)
         guard !path.isRoot else { throw APIError.badParameter("path", "a file name is needed") }
         let query = request.uri.queryParameters.reduce(into: [String: String]()) { $0[String($1.key)] = String($1.value) }
-        let mode = WriteMode(
-            overwrite: try query.bool("overwrite", default: true),
-            parentRev: query["parent_rev"].flatMap { $0.isEmpty ? nil : $0 },
-            autorename: try query.bool("autorename", default: true))
+        let mode = try WriteMode(query)
         let existing = try await state.store.entry(account.namespaceId, path)
         let reclaimable = existing.map { $0.isDir ? 0 : $0.bytes } ?? 0
         let (blob, bytes) = try await state.receiveBlob(request, account: account, reclaimable: reclaimable)
@@ -126,7 +123,8 @@ struct FilesRoutes: Sendable {
         let name = file.filename.flatMap { $0.isEmpty ? nil : $0 } ?? "upload"
         let path = try DropboxPath.parse(decoded: folder.display + "/" + name)
         let query = request.uri.queryParameters.reduce(into: [String: String]()) { $0[String($1.key)] = String($1.value) }
-        let mode = WriteMode(overwrite: try query.bool("overwrite", default: true), parentRev: query["parent_rev"], autorename: true)
+        var mode = try WriteMode(query)
+        mode.autorename = true
         let temp = try state.blobs.makeTemp()
         let blob: String
         do {

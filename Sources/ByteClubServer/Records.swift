@@ -89,7 +89,15 @@ struct Entry: Codable, FetchableRecord, MutablePersistableRecord, Sendable {
     mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
 
     /// Dropbox's `rev`: an opaque string, here the revision in hex.
-    var rev: String { String(revision, radix: 16) + "0bc" }
+    var rev: String { Self.rev(revision) }
+
+    static func rev(_ revision: Int64) -> String { String(revision, radix: 16) + "0bc" }
+
+    /// The revision a `rev` names, or `nil` when it is not one this server writes.
+    static func revision(fromRev rev: String) -> Int64? {
+        guard rev.hasSuffix("0bc"), let revision = Int64(rev.dropLast(3), radix: 16), revision > 0, Self.rev(revision) == rev else { return nil }
+        return revision
+    }
 }
 
 /// An image uploaded through the Imgur-style API.
