@@ -82,10 +82,11 @@ public struct ByteClubServer: Sendable {
     /// ```
     public func makeService(onListening: @escaping @Sendable (Int) async -> Void = { _ in }) -> some Service {
         let connections = OpenConnections()
+        let changes = state.store.changes
         return BoundedShutdownService(
             inner: makeApplication(connections: connections, onListening: onListening),
             grace: .milliseconds(Int64(max(0, configuration.shutdownGracePeriod) * 1000)), hardStop: .seconds(3),
-            connections: connections, logger: logger)
+            connections: connections, logger: logger, onShutdown: { changes.close() })
     }
 
     func makeApplication(connections: OpenConnections, onListening: @escaping @Sendable (Int) async -> Void) -> some ApplicationProtocol {
@@ -98,6 +99,7 @@ public struct ByteClubServer: Sendable {
         router.add(middleware: AllowMiddleware(table: routes.table))
         FilesRoutes(state: state).add(to: routes)
         FileOpsRoutes(state: state).add(to: routes)
+        DeltaRoutes(state: state).add(to: routes)
         ChunkedUploadRoutes(state: state).add(to: routes)
         ImagesRoutes(state: state).add(to: routes)
         BinsRoutes(state: state).add(to: routes)
@@ -110,7 +112,7 @@ public struct ByteClubServer: Sendable {
             server: HTTPServerBuilder { responder in
                 ResumableHTTPChannel(
                     responder: responder, uploads: uploads, maxHeaderBytes: maxHeaderBytes, faults: state.faults,
-                    connections: connections)
+                    connections: connections, closedInputs: state.closedInputs)
             },
             configuration: .init(address: .hostname(host, port: configuration.port), serverName: "byteclub-server"),
             onServerRunning: { channel in

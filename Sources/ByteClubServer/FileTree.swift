@@ -62,7 +62,7 @@ extension Store {
         let namespace = author.namespaceId
         // One write transaction: the rev compared is the rev replaced, so of two members saving
         // the same note from the same parent_rev, one replaces it and the other gets a copy.
-        return try await pool.write { db in
+        return try await writeTree(namespace) { db in
             try Self.ensureFolders(db, author: author, path.parent)
             var target = path
             var existing = try Self.fetch(db, namespace, target)
@@ -88,6 +88,7 @@ extension Store {
                 mimeType: Metadata.mimeType(for: target.display), modified: Date().timeIntervalSince1970,
                 modifierId: author.id, modifierName: author.name)
             try entry.save(db)
+            try Self.recordChange(db, namespace, entry.pathLower, .put)
             return (entry, existing?.blob)
         }
     }
@@ -109,7 +110,7 @@ extension Store {
     func createFolder(author: Account, path: DropboxPath) async throws -> Entry {
         guard !path.isRoot else { throw APIError(.forbidden, "The root folder already exists") }
         let namespace = author.namespaceId
-        return try await pool.write { db in
+        return try await writeTree(namespace) { db in
             if let existing = try Self.fetch(db, namespace, path) {
                 throw APIError(.forbidden, "A \(existing.isDir ? "folder" : "file") already exists at path '\(existing.pathDisplay)'")
             }
@@ -123,12 +124,16 @@ extension Store {
     func delete(author: Account, path: DropboxPath) async throws -> (Entry, blobs: [String]) {
         guard !path.isRoot else { throw APIError(.forbidden, "The root folder cannot be deleted") }
         let namespace = author.namespaceId
-        return try await pool.write { db in
+        return try await writeTree(namespace) { db in
             guard let entry = try Self.fetch(db, namespace, path) else { throw APIError.notFound(path.display) }
             let prefix = path.lower + "/"
-            let blobs = try String.fetchAll(db, sql: """
-                SELECT blob FROM entry WHERE namespace_id = ? AND blob IS NOT NULL AND (path_lower = ? OR substr(path_lower, 1, ?) = ?)
-                """, arguments: [namespace, path.lower, prefix.count, prefix])
+            let gone = try Row.fetchAll(db, sql: """
+                SELECT path_lower, blob FROM entry WHERE namespace_id = ? AND (path_lower = ? OR substr(path_lower, 1, ?) = ?)
+                """, arguments: [namespace, path.lower, prefix.count, prefix]).map { ($0["path_lower"] as String, $0["blob"] as String?) }
+            // Every path under a deleted folder gets its own row: a client that had one of them
+            // learns it is gone even if the folder is made again before it asks.
+            for (pathLower, _) in gone { try Self.recordChange(db, namespace, pathLower, .delete) }
+            let blobs = gone.compactMap(\.1)
             try db.execute(sql: """
                 DELETE FROM entry WHERE namespace_id = ? AND (path_lower = ? OR substr(path_lower, 1, ?) = ?)
                 """, arguments: [namespace, path.lower, prefix.count, prefix])
@@ -143,7 +148,7 @@ extension Store {
             throw APIError(.forbidden, "Cannot move a folder into itself")
         }
         let namespace = author.namespaceId
-        return try await pool.write { db in
+        return try await writeTree(namespace) { db in
             guard try Self.fetch(db, namespace, from) != nil else { throw APIError.notFound(from.display) }
             if to.lower != from.lower, let existing = try Self.fetch(db, namespace, to) {
                 throw APIError(.forbidden, "A \(existing.isDir ? "folder" : "file") already exists at path '\(existing.pathDisplay)'")
@@ -155,6 +160,7 @@ extension Store {
                 """, arguments: [namespace, from.lower, prefix.count, prefix])
             let revision = try Self.nextRevision(db, namespace)
             for var entry in moving {
+                try Self.recordChange(db, namespace, entry.pathLower, .move)
                 let rest = entry.pathDisplay.dropFirst(from.display.count)
                 let newPath = try DropboxPath.parse(decoded: to.display + rest)
                 entry.pathDisplay = newPath.display
@@ -165,6 +171,7 @@ extension Store {
                 entry.modifierId = author.id
                 entry.modifierName = author.name
                 try entry.update(db)
+                try Self.recordChange(db, namespace, entry.pathLower, .move)
             }
             return try Self.fetch(db, namespace, to)!
         }
@@ -201,6 +208,7 @@ extension Store {
                 blob: nil, sha256: nil, mimeType: nil, modified: Date().timeIntervalSince1970,
                 modifierId: author.id, modifierName: author.name)
             try folder.insert(db)
+            try Self.recordChange(db, namespace, folder.pathLower, .createFolder)
         }
     }
 }

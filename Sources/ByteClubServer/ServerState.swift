@@ -14,6 +14,8 @@ final class ServerState: Sendable {
     let logger: Logger
     let rateLimiter: RateLimiter
     let faults: FaultState
+    /// Connections whose client closed its side, for long-polls to stop waiting for them.
+    let closedInputs = ClosedInputs()
     private let boundURL = Mutex<String?>(nil)
 
     init(configuration: ByteClubConfiguration, logger: Logger) throws {
@@ -21,7 +23,7 @@ final class ServerState: Sendable {
         self.logger = logger
         try FileManager.default.createDirectory(
             atPath: configuration.dataDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        store = try Store(path: configuration.dataDirectory + "/byteclub.sqlite")
+        store = try Store(path: configuration.dataDirectory + "/byteclub.sqlite", longPollWaiterLimit: configuration.longPollWaiterLimit)
         blobs = try BlobStore(root: configuration.dataDirectory + "/files")
         rateLimiter = RateLimiter(clientLimit: configuration.clientRateLimit, userLimit: configuration.userRateLimit,
                                   window: configuration.rateLimitWindow)

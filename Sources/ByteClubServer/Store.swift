@@ -7,8 +7,11 @@ import GRDB
 /// `accounts` subcommands): nothing read from it is cached across requests.
 final class Store: Sendable {
     let pool: DatabasePool
+    /// Wakes this process's long-poll waiters when a write to their namespace commits.
+    let changes: ChangeNotifier
 
-    init(path: String) throws {
+    init(path: String, longPollWaiterLimit: Int = 1000) throws {
+        changes = ChangeNotifier(capacity: longPollWaiterLimit)
         var configuration = Configuration()
         configuration.foreignKeysEnabled = true
         configuration.busyMode = .timeout(10)
@@ -89,6 +92,7 @@ final class Store: Sendable {
                 """)
         }
         migrator.registerMigration("v2", migrate: Self.migrateToNamespaces)
+        migrator.registerMigration("v3", migrate: Self.migrateToJournal)
         return migrator
     }
 }

@@ -40,6 +40,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("rate-window"), help: "Rate-limit window in seconds.") var rateWindow: Double?
     @Option(name: .customLong("resumable-timeout"), help: "Seconds an interrupted resumable upload is kept.") var resumableTimeout: Double?
     @Option(name: .customLong("shutdown-grace"), help: "Seconds running requests get to finish after SIGTERM (default 10).") var shutdownGrace: Double?
+    @Option(name: .customLong("longpoll-limit"), help: "Clients that may wait in /1/longpoll_delta at once (503 past it; default 1000).") var longPollLimit: Int?
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error, critical.") var logLevel: String?
     @Option(name: .customLong("dev-access-token"), help: "Access token for the development account when first created.") var devAccessToken: String?
     @Option(name: .customLong("dev-app-key"), help: "App key for the development account when first created.") var devAppKey: String?
@@ -59,6 +60,7 @@ struct ServeCommand: AsyncParsableCommand {
             throw ValidationError("--fault-fail-status must be 503 or 429")
         }
         if let port, !(0...65535).contains(port) { throw ValidationError("--port must be 0...65535") }
+        if let longPollLimit, longPollLimit < 1 { throw ValidationError("--longpoll-limit must be at least 1") }
         if let shutdownGrace, !(0...3600).contains(shutdownGrace) { throw ValidationError("--shutdown-grace must be 0...3600 seconds") }
     }
 
@@ -86,6 +88,7 @@ struct ServeCommand: AsyncParsableCommand {
         if let v = pick(rateWindow, "RATE_WINDOW") { configuration.rateLimitWindow = v }
         if let v = pick(resumableTimeout, "RESUMABLE_TIMEOUT") { configuration.resumableUploadTimeout = v }
         if let v = pick(shutdownGrace, "SHUTDOWN_GRACE") { configuration.shutdownGracePeriod = v }
+        if let v = pick(longPollLimit, "LONGPOLL_LIMIT") { configuration.longPollWaiterLimit = v }
         configuration.devCredentials = DevCredentials(
             appKey: pick(devAppKey, "DEV_APP_KEY"), accessToken: pick(devAccessToken, "DEV_ACCESS_TOKEN"),
             clientID: pick(devClientID, "DEV_CLIENT_ID"))
