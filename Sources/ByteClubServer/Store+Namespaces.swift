@@ -8,7 +8,8 @@ import GRDB
 extension Store {
     static func migrateToNamespaces(_ db: Database) throws {
         // Each v1 account becomes the first member of a namespace of its own (same id), which
-        // takes over its revision counter.
+        // takes over its revision counter; the development account's is named "club", as a
+        // new one is.
         try db.execute(sql: """
             CREATE TABLE namespace (
                 id INTEGER PRIMARY KEY,
@@ -17,7 +18,7 @@ extension Store {
                 created_at DOUBLE NOT NULL
             );
             INSERT INTO namespace (id, name, next_revision, created_at)
-                SELECT id, name, next_revision, created_at FROM account;
+                SELECT id, CASE WHEN name = 'dev' THEN 'club' ELSE name END, next_revision, created_at FROM account;
 
             CREATE TABLE new_account (
                 id INTEGER PRIMARY KEY,
