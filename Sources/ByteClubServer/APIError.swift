@@ -30,7 +30,12 @@ public struct APIError: HTTPResponseError, Sendable {
     static func badParameter(_ name: String, _ detail: String = "") -> APIError {
         APIError(.badRequest, "Invalid value for parameter '\(name)'" + (detail.isEmpty ? "" : ": \(detail)"))
     }
-    static let unauthorized = APIError(.unauthorized, "Invalid or expired access token")
+    static let unauthorized = APIError(.unauthorized, "Invalid or expired access token",
+                                       headers: [.wwwAuthenticate: "Bearer error=\"invalid_token\""])
+    /// A token that was valid once and was revoked (`byteclub-server accounts revoke`).
+    static let revokedToken = APIError(
+        .unauthorized, "Access token revoked: sign in again to get a new one",
+        headers: [.wwwAuthenticate: "Bearer error=\"invalid_token\", error_description=\"The access token was revoked\""])
     static let overQuota = APIError(.init(code: 507, reasonPhrase: "Insufficient Storage"), "Over quota: this upload does not fit in the account's storage")
     static func tooLarge(_ limit: Int64) -> APIError { APIError(.contentTooLarge, "Request body larger than \(limit) bytes") }
 

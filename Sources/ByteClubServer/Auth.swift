@@ -44,17 +44,20 @@ struct Credentials: Sendable {
 }
 
 extension ServerState {
-    /// The account a files-API request acts for: 401 without a valid token, 403 when the
-    /// request names an app key that is not the account's app.
+    /// The account a files-API request acts for: 401 without a valid token (saying so when the
+    /// token was revoked), 403 when the request names an app key that is not the account's app.
+    /// Looked up in the database on every request, so a revocation by `byteclub-server accounts
+    /// revoke` (another process) counts from the next request on.
     func filesAccount(_ request: Request) async throws -> Account {
         let credentials = Credentials(request: request)
         guard let token = credentials.token, !token.isEmpty else {
             throw APIError(.unauthorized, "Missing access token: send 'Authorization: Bearer <token>'")
         }
-        guard let account = try await store.pool.read({ db in
-            try Account.filter(Column("access_token") == token).fetchOne(db)
-        }) else {
-            throw APIError.unauthorized
+        let account: Account
+        switch try await store.lookup(token: token) {
+        case .valid(let found): account = found
+        case .revoked: throw APIError.revokedToken
+        case .unknown: throw APIError.unauthorized
         }
         if let key = credentials.consumerKey, key != account.appKey {
             throw APIError(.forbidden, "This app (oauth_consumer_key) is not allowed to access this account")
@@ -75,22 +78,30 @@ extension ServerState {
             error.imgurStyle = true
             throw error
         }
-        if let token = credentials.token, let account = try await store.pool.read({ db in
-            try Account.filter(Column("access_token") == token).fetchOne(db)
-        }) {
-            return (account, account.clientId)
-        }
         var error = APIError(.unauthorized, "Authentication required: send 'Authorization: Client-ID <id>'")
+        if let token = credentials.token {
+            switch try await store.lookup(token: token) {
+            case .valid(let account): return (account, account.clientId)
+            case .revoked: error = APIError.revokedToken
+            case .unknown: break
+            }
+        }
         error.imgurStyle = true
         throw error
     }
 
-    /// Bytes the account stores now (files and images).
-    func usedBytes(_ accountID: Int64) async throws -> Int64 {
-        try await store.pool.read { db in
-            let files = try Int64.fetchOne(db, sql: "SELECT COALESCE(SUM(bytes), 0) FROM entry WHERE account_id = ?", arguments: [accountID]) ?? 0
-            let images = try Int64.fetchOne(db, sql: "SELECT COALESCE(SUM(bytes), 0) FROM image WHERE account_id = ?", arguments: [accountID]) ?? 0
-            return files + images
-        }
+    /// Bytes the namespace stores now: its files, and the images its members uploaded. The
+    /// quota (`--quota`) is per namespace: a club shares its folder and its room.
+    func usedBytes(namespace: Int64) async throws -> Int64 {
+        try await store.pool.read { db in try Store.usedBytes(db, namespace: namespace) }
+    }
+}
+
+extension Store {
+    static func usedBytes(_ db: Database, namespace: Int64) throws -> Int64 {
+        try Int64.fetchOne(db, sql: """
+            SELECT (SELECT COALESCE(SUM(bytes), 0) FROM entry WHERE namespace_id = ?1)
+                 + (SELECT COALESCE(SUM(bytes), 0) FROM image WHERE account_id IN (SELECT id FROM account WHERE namespace_id = ?1))
+            """, arguments: [namespace]) ?? 0
     }
 }

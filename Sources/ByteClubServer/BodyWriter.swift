@@ -20,7 +20,7 @@ extension ServerState {
     /// transaction that writes the row).
     func receiveBlob(_ request: Request, account: Account, reclaimable: Int64 = 0) async throws -> (blob: String, bytes: Int64) {
         let limit = configuration.maxBodyBytes
-        let room = account.quotaBytes - (try await usedBytes(account.id!)) + reclaimable
+        let room = configuration.quotaBytes - (try await usedBytes(namespace: account.namespaceId)) + reclaimable
         if let length = request.headers[.contentLength].flatMap(Int64.init) {
             if length > limit { throw APIError.tooLarge(limit) }
             if length > room { throw APIError.overQuota }

@@ -7,10 +7,13 @@ public struct ByteClubContext: RequestContext, RemoteAddressRequestContext {
     public var coreContext: CoreRequestContextStorage
     /// The peer's address; for a resumed upload, that of the connection that started it.
     public let remoteAddress: SocketAddress?
+    /// The request's channel, to tell whether its client is still there (a long-poll).
+    let channel: any Channel
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
         self.remoteAddress = source.channel.remoteAddress
+        self.channel = source.channel
     }
 
     /// Bodies are streamed by the routes themselves, each with its own bound.

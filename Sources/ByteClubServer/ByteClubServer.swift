@@ -25,8 +25,11 @@ public struct ByteClubServer: Sendable {
         public var appKey: String
         /// Dropbox-style app secret.
         public var appSecret: String
-        /// Bearer token for the files API (and the web page).
+        /// Bearer token for the files API (and the web page): the account's first token, kept
+        /// in clear for this (tokens issued later are stored as digests only).
         public var accessToken: String
+        /// Whether ``accessToken`` was revoked (`byteclub-server accounts revoke dev`).
+        public var accessTokenRevoked: Bool
         /// `Client-ID` for the images API.
         public var clientID: String
         /// Whether this start created the account (first start on this data directory).
@@ -49,9 +52,9 @@ public struct ByteClubServer: Sendable {
         self.logger = logger
         state = try ServerState(configuration: configuration, logger: logger)
         cleanedFiles = try state.cleanOrphans()
-        let (account, created) = try state.ensureDevAccount()
-        devAccount = DevAccount(appKey: account.appKey, appSecret: account.appSecret, accessToken: account.accessToken,
-                                clientID: account.clientId, created: created)
+        let (account, created, tokenActive) = try state.store.ensureDevAccount(wanted: configuration.devCredentials)
+        devAccount = DevAccount(appKey: account.appKey, appSecret: account.appSecret, accessToken: account.devAccessToken ?? "",
+                                accessTokenRevoked: !tokenActive, clientID: account.clientId, created: created)
         if !Vips.start() { logger.warning("libvips did not start: images get no dimensions or thumbnails") }
     }
 
@@ -79,10 +82,11 @@ public struct ByteClubServer: Sendable {
     /// ```
     public func makeService(onListening: @escaping @Sendable (Int) async -> Void = { _ in }) -> some Service {
         let connections = OpenConnections()
+        let changes = state.store.changes
         return BoundedShutdownService(
             inner: makeApplication(connections: connections, onListening: onListening),
             grace: .milliseconds(Int64(max(0, configuration.shutdownGracePeriod) * 1000)), hardStop: .seconds(3),
-            connections: connections, logger: logger)
+            connections: connections, logger: logger, onShutdown: { changes.close() })
     }
 
     func makeApplication(connections: OpenConnections, onListening: @escaping @Sendable (Int) async -> Void) -> some ApplicationProtocol {
@@ -95,6 +99,7 @@ public struct ByteClubServer: Sendable {
         router.add(middleware: AllowMiddleware(table: routes.table))
         FilesRoutes(state: state).add(to: routes)
         FileOpsRoutes(state: state).add(to: routes)
+        DeltaRoutes(state: state).add(to: routes)
         ChunkedUploadRoutes(state: state).add(to: routes)
         ImagesRoutes(state: state).add(to: routes)
         BinsRoutes(state: state).add(to: routes)
@@ -107,7 +112,7 @@ public struct ByteClubServer: Sendable {
             server: HTTPServerBuilder { responder in
                 ResumableHTTPChannel(
                     responder: responder, uploads: uploads, maxHeaderBytes: maxHeaderBytes, faults: state.faults,
-                    connections: connections)
+                    connections: connections, closedInputs: state.closedInputs)
             },
             configuration: .init(address: .hostname(host, port: configuration.port), serverName: "byteclub-server"),
             onServerRunning: { channel in

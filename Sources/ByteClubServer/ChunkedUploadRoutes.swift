@@ -59,7 +59,7 @@ struct ChunkedUploadRoutes: Sendable {
         }
         let file = try TempFile(path: state.blobs.chunkPath(of: id), append: true)
         do {
-            let room = account.quotaBytes - (try await state.usedBytes(accountID)) - offset
+            let room = state.configuration.quotaBytes - (try await state.usedBytes(namespace: account.namespaceId)) - offset
             try await state.stream(request.body, into: file, limit: min(state.configuration.maxBodyBytes, 150 << 20) + offset, room: room + offset)
             try file.sync()
             try file.close()
@@ -82,10 +82,7 @@ struct ChunkedUploadRoutes: Sendable {
         let (root, path) = try FilesRoutes.location(request)
         let parameters = try await state.parameters(request)
         guard let id = parameters["upload_id"] else { throw APIError.badParameter("upload_id", "missing") }
-        let mode = WriteMode(
-            overwrite: try parameters.bool("overwrite", default: true),
-            parentRev: parameters["parent_rev"].flatMap { $0.isEmpty ? nil : $0 },
-            autorename: try parameters.bool("autorename", default: true))
+        let mode = try WriteMode(parameters)
         guard let offset = try await state.store.pool.read({ db in
             try Int64.fetchOne(db, sql: "SELECT \"offset\" FROM chunked_upload WHERE id = ? AND account_id = ?", arguments: [id, accountID])
         }) else {

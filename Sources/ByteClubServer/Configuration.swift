@@ -26,7 +26,8 @@ public struct ByteClubConfiguration: Sendable {
     public var maxImageBytes: Int = 20 << 20
     /// Largest request head (all header fields together).
     public var maxHeaderBytes: Int = 64 << 10
-    /// Bytes each account may store (files and images); past it uploads get 507.
+    /// Bytes each namespace (a club's shared folder) may store: its files and the images its
+    /// members uploaded; past it uploads get 507.
     public var quotaBytes: Int64 = 10 << 30
     /// Requests per window a `Client-ID` may make to the images API (`X-RateLimit-ClientLimit`).
     public var clientRateLimit: Int = 12_500
@@ -40,6 +41,13 @@ public struct ByteClubConfiguration: Sendable {
     public var binRequestLimit: Int = 200
     /// Seconds an interrupted resumable upload waits for its client to come back.
     public var resumableUploadTimeout: TimeInterval = 3600
+    /// Journal rows one `/1/delta` answer covers at most; `has_more` says when there are more.
+    public var deltaPageSize: Int = 1000
+    /// Clients that may wait in `/1/longpoll_delta` at once; past it, 503 with `Retry-After`.
+    public var longPollWaiterLimit: Int = 1000
+    /// Seconds between a waiting long-poll's re-reads of the change journal, which find the
+    /// changes another process sharing the database wrote (this process's wake at once).
+    public var longPollRecheckInterval: TimeInterval = 0.5
     /// Entries returned by a folder listing before `406` (Dropbox's `file_limit`, default 10,000).
     public var defaultFileLimit: Int = 10_000
     /// Seconds running requests get to finish after SIGTERM/SIGINT (or a graceful shutdown of

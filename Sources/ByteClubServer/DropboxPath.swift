@@ -73,10 +73,23 @@ struct DropboxPath: Sendable, Hashable, CustomStringConvertible {
 
     /// "name (1).txt", "name (2).txt"… the names autorename tries after `name.txt`.
     func conflictCandidate(_ n: Int) -> DropboxPath {
+        insertingBeforeExtension(" (\(n))")
+    }
+
+    /// "notes (alice's conflicted copy).txt", then "notes (alice's conflicted copy 2).txt"…: where
+    /// a write based on a stale `parent_rev` goes, named after the member who wrote it.
+    func conflictedCopy(by author: String, _ n: Int) -> DropboxPath {
+        insertingBeforeExtension(" (\(author)'s conflicted copy\(n > 1 ? " \(n)" : ""))")
+    }
+
+    /// The name with `suffix` before its extension ("a.txt" → "a<suffix>.txt"), the stem
+    /// shortened when needed so that the name stays within ``maxComponentBytes``.
+    private func insertingBeforeExtension(_ suffix: String) -> DropboxPath {
         let name = self.name
-        if let dot = name.lastIndex(of: "."), dot != name.startIndex {
-            return renamed("\(name[..<dot]) (\(n))\(name[dot...])")
-        }
-        return renamed("\(name) (\(n))")
+        let dot = name.lastIndex(of: ".").flatMap { $0 == name.startIndex ? nil : $0 } ?? name.endIndex
+        var stem = String(name[..<dot])
+        let tail = suffix + name[dot...]
+        while !stem.isEmpty && stem.utf8.count + tail.utf8.count > Self.maxComponentBytes { stem.removeLast() }
+        return renamed(stem + tail)
     }
 }

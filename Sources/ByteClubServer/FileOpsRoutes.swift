@@ -27,13 +27,13 @@ struct FileOpsRoutes: Sendable {
 
     func createFolder(_ request: Request, _ context: ByteClubContext) async throws -> Response {
         let (account, root, parameters) = try await common(request)
-        let entry = try await state.store.createFolder(account: account.id!, path: try path(parameters, "path"))
+        let entry = try await state.store.createFolder(author: account, path: try path(parameters, "path"))
         return try .jsonObject(Metadata.object(entry, root: root))
     }
 
     func delete(_ request: Request, _ context: ByteClubContext) async throws -> Response {
         let (account, root, parameters) = try await common(request)
-        let (entry, blobs) = try await state.store.delete(account: account.id!, path: try path(parameters, "path"))
+        let (entry, blobs) = try await state.store.delete(author: account, path: try path(parameters, "path"))
         for blob in blobs { state.blobs.remove(blob: blob) }
         var object = Metadata.object(entry, root: root)
         object["is_deleted"] = true
@@ -43,7 +43,7 @@ struct FileOpsRoutes: Sendable {
     func move(_ request: Request, _ context: ByteClubContext) async throws -> Response {
         let (account, root, parameters) = try await common(request)
         let entry = try await state.store.move(
-            account: account.id!, from: try path(parameters, "from_path"), to: try path(parameters, "to_path"))
+            author: account, from: try path(parameters, "from_path"), to: try path(parameters, "to_path"))
         return try .jsonObject(Metadata.object(entry, root: root))
     }
 }

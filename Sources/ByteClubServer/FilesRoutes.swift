@@ -45,12 +45,12 @@ struct FilesRoutes: Sendable {
         let parameters = try await state.parameters(request)
         let list = try parameters.bool("list", default: true)
         let limit = try parameters.int("file_limit", default: state.configuration.defaultFileLimit, range: 1...25_000)
-        let entry = path.isRoot ? nil : try await state.store.entry(account.id!, path)
+        let entry = path.isRoot ? nil : try await state.store.entry(account.namespaceId, path)
         if !path.isRoot && entry == nil { throw APIError.notFound(path.display) }
         guard path.isRoot || entry!.isDir else {
             return try .jsonObject(Metadata.object(entry!, root: root))
         }
-        let children = try await state.store.children(account.id!, path)
+        let children = try await state.store.children(account.namespaceId, path)
         let hash = Metadata.folderHash(children)
         if let known = parameters["hash"], known == hash {
             return Response(status: .notModified)
@@ -68,7 +68,7 @@ struct FilesRoutes: Sendable {
     func download(_ request: Request, _ context: ByteClubContext) async throws -> Response {
         let account = try await state.filesAccount(request)
         let (root, path) = try Self.location(request)
-        guard let entry = try await state.store.entry(account.id!, path), !entry.isDir, let blob = entry.blob else {
+        guard let entry = try await state.store.entry(account.namespaceId, path), !entry.isDir, let blob = entry.blob else {
             throw APIError.notFound(path.display)
         }
         if let rev = request.uri.queryParameters["rev"], rev != entry.rev {
@@ -87,11 +87,8 @@ struct FilesRoutes: Sendable {
         let (root, path) = try Self.location(request)
         guard !path.isRoot else { throw APIError.badParameter("path", "a file name is needed") }
         let query = request.uri.queryParameters.reduce(into: [String: String]()) { $0[String($1.key)] = String($1.value) }
-        let mode = WriteMode(
-            overwrite: try query.bool("overwrite", default: true),
-            parentRev: query["parent_rev"].flatMap { $0.isEmpty ? nil : $0 },
-            autorename: try query.bool("autorename", default: true))
-        let existing = try await state.store.entry(account.id!, path)
+        let mode = try WriteMode(query)
+        let existing = try await state.store.entry(account.namespaceId, path)
         let reclaimable = existing.map { $0.isDir ? 0 : $0.bytes } ?? 0
         let (blob, bytes) = try await state.receiveBlob(request, account: account, reclaimable: reclaimable)
         return try await commit(blob: blob, bytes: bytes, account: account, root: root, path: path, mode: mode, context: context)
@@ -102,7 +99,7 @@ struct FilesRoutes: Sendable {
                 context: ByteClubContext) async throws -> Response {
         do {
             let (entry, replaced) = try await state.store.putFile(
-                account: account.id!, path: path, blob: blob, bytes: bytes, mode: mode, quota: account.quotaBytes)
+                author: account, path: path, blob: blob, bytes: bytes, mode: mode, quota: state.configuration.quotaBytes)
             if let replaced { state.blobs.remove(blob: replaced) }
             context.logger.info("stored file", metadata: ["path": "\(entry.pathDisplay)", "bytes": "\(bytes)", "rev": "\(entry.rev)"])
             return try .jsonObject(Metadata.object(entry, root: root))
@@ -126,7 +123,8 @@ struct FilesRoutes: Sendable {
         let name = file.filename.flatMap { $0.isEmpty ? nil : $0 } ?? "upload"
         let path = try DropboxPath.parse(decoded: folder.display + "/" + name)
         let query = request.uri.queryParameters.reduce(into: [String: String]()) { $0[String($1.key)] = String($1.value) }
-        let mode = WriteMode(overwrite: try query.bool("overwrite", default: true), parentRev: query["parent_rev"], autorename: true)
+        var mode = try WriteMode(query)
+        mode.autorename = true
         let temp = try state.blobs.makeTemp()
         let blob: String
         do {
@@ -147,7 +145,7 @@ struct FilesRoutes: Sendable {
             throw APIError.badParameter("query", "missing")
         }
         let limit = try parameters.int("file_limit", default: 1000, range: 1...1000)
-        let found = try await state.store.search(account.id!, under: path, query: query, limit: limit)
+        let found = try await state.store.search(account.namespaceId, under: path, query: query, limit: limit)
         return try .jsonObject(found.map { Metadata.object($0, root: root) })
     }
 

@@ -81,8 +81,8 @@ struct ImagesRoutes: Sendable {
         guard let (mime, ext) = Self.sniff(bytes) else {
             throw imgurError(.badRequest, "Invalid value for parameter 'image': not a JPEG, PNG, GIF, WebP, TIFF or BMP image", headers)
         }
-        let used = try await state.usedBytes(account.id!)
-        if used + Int64(bytes.count) > account.quotaBytes {
+        let used = try await state.usedBytes(namespace: account.namespaceId)
+        if used + Int64(bytes.count) > state.configuration.quotaBytes {
             var error = APIError.overQuota
             error.imgurStyle = true
             error.headers = headers

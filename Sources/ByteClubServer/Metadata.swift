@@ -21,6 +21,10 @@ enum Metadata {
             object["mime_type"] = entry.mimeType ?? mimeType(for: entry.pathDisplay)
             object["client_mtime"] = rfc2822(entry.modified)
         }
+        if let uid = entry.modifierId {
+            // Dropbox v1's shape for files in shared folders: who wrote this version.
+            object["modifier"] = ["uid": uid, "display_name": entry.modifierName ?? ""] as [String: Any]
+        }
         if let hash { object["hash"] = hash }
         if let contents { object["contents"] = contents.map { Self.object($0, root: root) } }
         return object

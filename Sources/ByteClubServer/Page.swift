@@ -34,7 +34,7 @@ struct PageRoutes: Sendable {
         }
         html += "<p>Signed in as <b>\(Page.escape(account.name))</b> · <a href=/signout>sign out</a></p></header>"
         let (notes, photos, images, bins) = try await state.store.pool.read { db in
-            let files = try Entry.filter(Entry.Columns.accountId == accountID && Entry.Columns.isDir == false)
+            let files = try Entry.filter(Entry.Columns.namespaceId == account.namespaceId && Entry.Columns.isDir == false)
                 .order(Entry.Columns.pathLower).limit(500).fetchAll(db)
             let images = try ImageRecord.filter(Column("account_id") == accountID).order(Column("datetime").desc).limit(100).fetchAll(db)
             // Rows are not Sendable: read the two columns here, so the read runs off this thread.

@@ -32,12 +32,14 @@ struct ResumableHTTPChannel: ServerChildChannel, HTTPChannelHandler {
     let maxHeaderBytes: Int
     let faults: FaultState
     let connections: OpenConnections
+    let closedInputs: ClosedInputs
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Connection> {
         channel.eventLoop.makeCompletedFuture {
             let (requests, continuation) = AsyncStream.makeStream(of: NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>.self)
             let sync = channel.pipeline.syncOperations
             connections.add(channel)
+            try sync.addHandler(InputClosedHandler(inputs: closedInputs))
             // Reads of up to 256 KiB instead of NIO's 64 KiB: a 1 GiB upload took 16,900 reads,
             // each a hop to the request's task and a write(2); now about 4,000 (measured with
             // strace; Benchmarks/byteclub-bench.sh). Queued bodies stay bounded by the request

@@ -14,6 +14,8 @@ final class ServerState: Sendable {
     let logger: Logger
     let rateLimiter: RateLimiter
     let faults: FaultState
+    /// Connections whose client closed its side, for long-polls to stop waiting for them.
+    let closedInputs = ClosedInputs()
     private let boundURL = Mutex<String?>(nil)
 
     init(configuration: ByteClubConfiguration, logger: Logger) throws {
@@ -21,7 +23,7 @@ final class ServerState: Sendable {
         self.logger = logger
         try FileManager.default.createDirectory(
             atPath: configuration.dataDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        store = try Store(path: configuration.dataDirectory + "/byteclub.sqlite")
+        store = try Store(path: configuration.dataDirectory + "/byteclub.sqlite", longPollWaiterLimit: configuration.longPollWaiterLimit)
         blobs = try BlobStore(root: configuration.dataDirectory + "/files")
         rateLimiter = RateLimiter(clientLimit: configuration.clientRateLimit, userLimit: configuration.userRateLimit,
                                   window: configuration.rateLimitWindow)
@@ -37,30 +39,6 @@ final class ServerState: Sendable {
     func setBound(host: String, port: Int) {
         let shown = host.contains(":") ? "[\(host)]" : host
         boundURL.withLock { $0 = "http://\(shown):\(port)" }
-    }
-
-    /// Creates the development account on first start; returns it (new or existing).
-    func ensureDevAccount() throws -> (Account, created: Bool) {
-        let wanted = configuration.devCredentials
-        let quota = configuration.quotaBytes
-        return try store.pool.write { db in
-            if var existing = try Account.order(Column("id")).fetchOne(db) {
-                if existing.quotaBytes != quota {
-                    existing.quotaBytes = quota
-                    try existing.update(db)
-                }
-                return (existing, false)
-            }
-            var account = Account(
-                id: nil, name: "dev",
-                appKey: wanted.appKey ?? Self.randomToken(8),
-                appSecret: Self.randomToken(8),
-                accessToken: wanted.accessToken ?? Self.randomToken(24),
-                clientId: wanted.clientID ?? Self.randomToken(8),
-                quotaBytes: quota, nextRevision: 1, createdAt: Date().timeIntervalSince1970)
-            try account.insert(db)
-            return (account, true)
-        }
     }
 
     /// Start-up cleaning of files a crash left behind (see ``BlobStore/clean(referenced:)``).

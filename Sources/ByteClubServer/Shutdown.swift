@@ -39,6 +39,8 @@ struct BoundedShutdownService<Inner: Service>: Service {
     let hardStop: Duration
     let connections: OpenConnections
     let logger: Logger
+    /// Called when the graceful shutdown starts (long-polls answer at once instead of holding it up).
+    var onShutdown: @Sendable () -> Void = {}
 
     /// Thrown by `run()` when the server had not stopped `hardStop` after its connections were closed.
     struct StuckAfterGrace: Error, CustomStringConvertible {
@@ -57,8 +59,9 @@ struct BoundedShutdownService<Inner: Service>: Service {
                 continuation.yield(.failure(error))
             }
         }
-        let watchdog = Task { [grace, hardStop, connections, logger] in
+        let watchdog = Task { [grace, hardStop, connections, logger, onShutdown] in
             do { try await gracefulShutdown() } catch { return }
+            onShutdown()
             logger.notice("shutting down: no new connections; running requests have \(grace) to finish",
                           metadata: ["connections": "\(connections.count)"])
             do { try await Task.sleep(for: grace) } catch { return }

@@ -1,12 +1,17 @@
 import Foundation
 import GRDB
 
-/// The SQLite database (GRDB, WAL) holding accounts, file entries, images, bins and chunked
-/// uploads. File bodies live in ``BlobStore``; a row is written only after its blob is durable.
+/// The SQLite database (GRDB, WAL) holding namespaces, accounts and their tokens, file entries,
+/// images, bins and chunked uploads. File bodies live in ``BlobStore``; a row is written only
+/// after its blob is durable. Several processes may open it at once (the server and the
+/// `accounts` subcommands): nothing read from it is cached across requests.
 final class Store: Sendable {
     let pool: DatabasePool
+    /// Wakes this process's long-poll waiters when a write to their namespace commits.
+    let changes: ChangeNotifier
 
-    init(path: String) throws {
+    init(path: String, longPollWaiterLimit: Int = 1000) throws {
+        changes = ChangeNotifier(capacity: longPollWaiterLimit)
         var configuration = Configuration()
         configuration.foreignKeysEnabled = true
         configuration.busyMode = .timeout(10)
@@ -86,6 +91,8 @@ final class Store: Sendable {
                 CREATE INDEX bin_request_bin ON bin_request(bin_id, id);
                 """)
         }
+        migrator.registerMigration("v2", migrate: Self.migrateToNamespaces)
+        migrator.registerMigration("v3", migrate: Self.migrateToJournal)
         return migrator
     }
 }

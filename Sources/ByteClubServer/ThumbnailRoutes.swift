@@ -21,7 +21,7 @@ extension FilesRoutes {
         }
         let format = request.uri.queryParameters["format"].map { $0.lowercased() } ?? "jpeg"
         guard format == "jpeg" || format == "png" else { throw APIError.badParameter("format", "jpeg or png") }
-        guard let entry = try await state.store.entry(account.id!, path), !entry.isDir, let blob = entry.blob else {
+        guard let entry = try await state.store.entry(account.namespaceId, path), !entry.isDir, let blob = entry.blob else {
             throw APIError.notFound(path.display)
         }
         guard Metadata.thumbnailable(entry.pathDisplay) else {

@@ -76,9 +76,9 @@ struct FilesAPITests {
             // parent_rev matching the current rev overwrites.
             let third = try await server.put("/1/files_put/dropbox/doc.txt?parent_rev=\(rev1)", Array("three".utf8))
             #expect(third.object["path"] as? String == "/doc.txt")
-            // A stale parent_rev is a conflict: renamed again.
+            // A stale parent_rev is a conflict: kept as the writer's conflicted copy (ConflictTests).
             let fourth = try await server.put("/1/files_put/dropbox/doc.txt?parent_rev=\(rev1)", Array("four".utf8))
-            #expect(fourth.object["path"] as? String == "/doc (2).txt")
+            #expect(fourth.object["path"] as? String == "/doc (dev's conflicted copy).txt")
             // autorename=false turns the conflict into 409 and changes nothing.
             let refused = try await server.put("/1/files_put/dropbox/doc.txt?overwrite=false&autorename=false", Array("five".utf8))
             #expect(refused.status == 409)

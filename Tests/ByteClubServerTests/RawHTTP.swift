@@ -34,6 +34,10 @@ final class RawHTTP: @unchecked Sendable {  // used by one test task at a time
 
     deinit { close(fd) }
 
+    /// Goes away as a client that gave up would: both directions shut (a FIN to the server);
+    /// the descriptor itself is closed by `deinit`.
+    func hangUp() { shutdown(fd, Int32(SHUT_RDWR)) }
+
     private func sendBlocking(_ bytes: [UInt8]) throws {
         var offset = 0
         while offset < bytes.count {

@@ -87,9 +87,9 @@ struct ServerProcessTests {
         }
     }
 
-    static func request(_ port: Int, _ method: String, _ path: String, body: [UInt8] = []) async throws -> RawHTTP.Response {
+    static func request(_ port: Int, _ method: String, _ path: String, body: [UInt8] = [], token: String = "kill-token") async throws -> RawHTTP.Response {
         let connection = try RawHTTP(port: port)
-        try await connection.head(method, path, [("Authorization", "Bearer kill-token"), ("Content-Length", "\(body.count)"), ("Connection", "close")])
+        try await connection.head(method, path, [("Authorization", "Bearer \(token)"), ("Content-Length", "\(body.count)"), ("Connection", "close")])
         if !body.isEmpty { try await connection.send(body) }
         return try await connection.readFinal(method: method).final
     }

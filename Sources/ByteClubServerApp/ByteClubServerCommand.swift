@@ -9,6 +9,18 @@ struct ByteClubServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "byteclub-server",
         abstract: "Dropbox-v1-style files, Imgur-style images and request bins on 127.0.0.1.",
+        discussion: "With no subcommand it runs the server (`serve`); `accounts` manages the club's members.",
+        subcommands: [ServeCommand.self, AccountsCommand.self],
+        defaultSubcommand: ServeCommand.self)
+}
+
+/// The server itself, the default subcommand: `byteclub-server [OPTIONS]` is
+/// `byteclub-server serve [OPTIONS]`. (Its options are not the root command's, whose options
+/// would also be matched after a subcommand and take `accounts --data-dir` for themselves.)
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Run the server (the default when no subcommand is given).",
         discussion: """
             Every option can also be set in the environment as BYTECLUB_<OPTION> (for example
             BYTECLUB_PORT=9000, BYTECLUB_DATA_DIR=/srv/byteclub); a flag wins over the environment.
@@ -19,7 +31,7 @@ struct ByteClubServerCommand: AsyncParsableCommand {
     @Option(help: "TCP port (0: any free port).") var port: Int?
     @Option(name: .customLong("data-dir"), help: "Directory for the database and files.") var dataDir: String?
     @Option(name: .customLong("public-url"), help: "Base URL put in links (default: the bound address).") var publicURL: String?
-    @Option(help: "Bytes each account may store (507 past it).") var quota: Int64?
+    @Option(help: "Bytes each namespace (a club's shared folder) may store (507 past it).") var quota: Int64?
     @Option(name: .customLong("max-body"), help: "Largest request body in bytes.") var maxBody: Int64?
     @Option(name: .customLong("max-image"), help: "Largest image in bytes.") var maxImage: Int?
     @Option(name: .customLong("max-header"), help: "Largest request head in bytes.") var maxHeader: Int?
@@ -28,6 +40,7 @@ struct ByteClubServerCommand: AsyncParsableCommand {
     @Option(name: .customLong("rate-window"), help: "Rate-limit window in seconds.") var rateWindow: Double?
     @Option(name: .customLong("resumable-timeout"), help: "Seconds an interrupted resumable upload is kept.") var resumableTimeout: Double?
     @Option(name: .customLong("shutdown-grace"), help: "Seconds running requests get to finish after SIGTERM (default 10).") var shutdownGrace: Double?
+    @Option(name: .customLong("longpoll-limit"), help: "Clients that may wait in /1/longpoll_delta at once (503 past it; default 1000).") var longPollLimit: Int?
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error, critical.") var logLevel: String?
     @Option(name: .customLong("dev-access-token"), help: "Access token for the development account when first created.") var devAccessToken: String?
     @Option(name: .customLong("dev-app-key"), help: "App key for the development account when first created.") var devAppKey: String?
@@ -47,6 +60,7 @@ struct ByteClubServerCommand: AsyncParsableCommand {
             throw ValidationError("--fault-fail-status must be 503 or 429")
         }
         if let port, !(0...65535).contains(port) { throw ValidationError("--port must be 0...65535") }
+        if let longPollLimit, longPollLimit < 1 { throw ValidationError("--longpoll-limit must be at least 1") }
         if let shutdownGrace, !(0...3600).contains(shutdownGrace) { throw ValidationError("--shutdown-grace must be 0...3600 seconds") }
     }
 
@@ -74,6 +88,7 @@ struct ByteClubServerCommand: AsyncParsableCommand {
         if let v = pick(rateWindow, "RATE_WINDOW") { configuration.rateLimitWindow = v }
         if let v = pick(resumableTimeout, "RESUMABLE_TIMEOUT") { configuration.resumableUploadTimeout = v }
         if let v = pick(shutdownGrace, "SHUTDOWN_GRACE") { configuration.shutdownGracePeriod = v }
+        if let v = pick(longPollLimit, "LONGPOLL_LIMIT") { configuration.longPollWaiterLimit = v }
         configuration.devCredentials = DevCredentials(
             appKey: pick(devAppKey, "DEV_APP_KEY"), accessToken: pick(devAccessToken, "DEV_ACCESS_TOKEN"),
             clientID: pick(devClientID, "DEV_CLIENT_ID"))
@@ -93,14 +108,12 @@ struct ByteClubServerCommand: AsyncParsableCommand {
         let server = try ByteClubServer(configuration: configuration, logger: logger)
         let account = server.devAccount
         if server.cleanedFiles > 0 { logger.notice("removed \(server.cleanedFiles) file(s) an interrupted run left behind") }
-        say("""
-            byteclub-server: data in \(configuration.dataDirectory)
-            \(account.created ? "Created the development account. Its credentials:" : "Development account:")
-              BYTECLUB_APP_KEY=\(account.appKey)
-              BYTECLUB_APP_SECRET=\(account.appSecret)
-              BYTECLUB_ACCESS_TOKEN=\(account.accessToken)
-              BYTECLUB_CLIENT_ID=\(account.clientID)
-            """)
+        say("byteclub-server: data in \(configuration.dataDirectory)")
+        say(account.created ? "Created the development account. Its credentials:" : "Development account:")
+        say(credentialLines(appKey: account.appKey, appSecret: account.appSecret, accessToken: account.accessToken, clientID: account.clientID))
+        if account.accessTokenRevoked {
+            say("  (that access token was revoked: `byteclub-server accounts token dev` issues a new one)")
+        }
         if configuration.faults != nil { say("WARNING: fault injection is ON (\(faults))") }
         let host = configuration.host
         try await server.run(handleSignals: true) { port in
@@ -109,6 +122,17 @@ struct ByteClubServerCommand: AsyncParsableCommand {
         }
         say("byteclub-server: stopped")
     }
+}
+
+/// The credentials block the server prints for the development account at start and
+/// `accounts add` prints for a new member: one `NAME=value` a line, ready for `export`.
+func credentialLines(appKey: String, appSecret: String, accessToken: String, clientID: String) -> String {
+    """
+      BYTECLUB_APP_KEY=\(appKey)
+      BYTECLUB_APP_SECRET=\(appSecret)
+      BYTECLUB_ACCESS_TOKEN=\(accessToken)
+      BYTECLUB_CLIENT_ID=\(clientID)
+    """
 }
 
 /// Prints a line to stdout at once (stdout may be a pipe read by a script or a test).
