@@ -1,3 +1,4 @@
+import FerryTestSupport
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -19,13 +20,7 @@ final class RawHTTP: @unchecked Sendable {  // used by one test task at a time
         var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
+        let result = withLoopbackAddress(port: port) { connect(fd, $0, $1) }
         guard result == 0 else {
             close(fd)
             throw TestFailure("connect failed: \(errno)")

@@ -45,7 +45,7 @@ struct BackgroundUploadTests {
 
     @Test("a background upload handed over while the server is down goes on when it is back")
     func serverDownThenBack() async throws {
-        try await ClubFixture.with { club in
+        try await ClubFixture.with(stablePort: true) { club in
             try await Self.installApp(club)
             try TestImages.convert(["-size", "200x150", "gradient:green-white", club.file("late.jpg").path])
             let port = club.server.port!

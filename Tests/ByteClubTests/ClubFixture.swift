@@ -11,14 +11,17 @@ struct ClubFixture: Sendable {
     let server: URL
     let serverProcess: SpawnedProcess
 
-    static func with<T>(serverArguments: [String] = [], _ body: (ClubFixture) async throws -> T) async throws -> T {
+    /// With `stablePort`, the server listens on a port outside the kernel's ephemeral range, so
+    /// a test can stop it and start it again on the same port without another test's server
+    /// (on an ephemeral port) taking it meanwhile.
+    static func with<T>(serverArguments: [String] = [], stablePort: Bool = false, _ body: (ClubFixture) async throws -> T) async throws -> T {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("byteclub-app-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: root.appendingPathComponent("home"), withIntermediateDirectories: true)
         defer {
             stopDaemon(root)
             try? FileManager.default.removeItem(at: root)
         }
-        let (process, port) = try await startServer(root: root, port: 0, arguments: serverArguments)
+        let (process, port) = try await startServer(root: root, port: stablePort ? try unusedStablePort() : 0, arguments: serverArguments)
         defer { process.kill() }
         return try await body(ClubFixture(root: root, server: URL(string: "http://127.0.0.1:\(port)")!, serverProcess: process))
     }
@@ -40,6 +43,30 @@ struct ClubFixture: Sendable {
             process.kill()
             throw error
         }
+    }
+
+    /// A free port in 20000–29999, below Linux's ephemeral range (32768–60999).
+    static func unusedStablePort() throws -> Int {
+        for _ in 0..<200 {
+            let port = Int.random(in: 20000...29999)
+            let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(socket) }
+            let bound = withLoopbackAddress(port: port) { bind(socket, $0, $1) }
+            if bound == 0 { return port }
+        }
+        throw TestFailure("no free port in 20000–29999")
+    }
+
+    /// A new member of the club, made by the real `byteclub-server accounts add`; their token.
+    func addMember(_ name: String) async throws -> String {
+        let process = try SpawnedProcess.start(
+            try BuiltProducts.path(of: "byteclub-server"), ["accounts", "add", name, "--data-dir", root.appendingPathComponent("data").path],
+            log: root.appendingPathComponent("accounts-\(name).log"))
+        let status = try await process.exit(within: .seconds(30))
+        guard status == 0, let line = process.output.split(separator: "\n").first(where: { $0.contains("BYTECLUB_ACCESS_TOKEN=") }) else {
+            throw TestFailure("accounts add \(name) exited \(status): \(process.output)")
+        }
+        return String(line.split(separator: "=", maxSplits: 1)[1]).trimmingCharacters(in: .whitespaces)
     }
 
     /// The fixture's own ferryd folders: `byteclub` (through the Ferry library) starts ferryd

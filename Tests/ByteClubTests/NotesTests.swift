@@ -70,6 +70,28 @@ struct NotesTests {
         }
     }
 
+    @Test("two members: one writes a note, the other reads it with its author; a revoked member is told to sign in again")
+    func twoMembers() async throws {
+        try await ClubFixture.with { club in
+            let alice = try await club.addMember("alice")
+            let bob = try await club.addMember("bob")
+            for (member, token) in [("alice", alice), ("bob", bob)] {
+                let login = try await club.run(["login", "--server", club.server.absoluteString, "--token", token], member: member, signedIn: false)
+                #expect(login.status == 0, "\(login.output)")
+            }
+            #expect(try await club.run(["notes", "new", "picnic", "--text", "Saturday at noon"], member: "alice", signedIn: false).status == 0)
+            let listed = try await club.run(["notes"], member: "bob", signedIn: false)
+            #expect(listed.output.contains("picnic.txt") && listed.output.contains("alice"), "bob sees alice's note and that she wrote it: \(listed.output)")
+            #expect(try await club.run(["notes", "show", "picnic"], member: "bob", signedIn: false).output == "Saturday at noon\n")
+
+            let revoke = try SpawnedProcess.start(try BuiltProducts.path(of: "byteclub-server"),
+                                                  ["accounts", "revoke", "bob", "--data-dir", club.root.appendingPathComponent("data").path], log: nil)
+            #expect(try await revoke.exit(within: .seconds(30)) == 0)
+            let refused = try await club.run(["notes"], member: "bob", signedIn: false)
+            #expect(refused.status == 3 && refused.output.contains("revoked") && refused.output.contains("sign in again"), "\(refused.output)")
+        }
+    }
+
     @Test("the service's errors exit with their own status and say what to do")
     func errors() async throws {
         try await ClubFixture.with { club in

@@ -18,6 +18,11 @@ struct ByteClubCommand: AsyncParsableCommand {
             """,
         subcommands: [Login.self, Logout.self, Notes.self, Photos.self, History.self])
 
+    /// No command: the full-screen app.
+    func run() async throws {
+        try await ScreenApp(club: try signedInClub()).run()
+    }
+
     /// Commands report a ``ByteClubError`` as one line and its exit status.
     static func main() async {
         // Started by ferryd for the background uploads' events: record them, then exit.

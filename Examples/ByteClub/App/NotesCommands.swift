@@ -72,10 +72,10 @@ func noteName(_ name: String) -> String {
     name.lowercased().hasSuffix(".txt") ? name : name + ".txt"
 }
 
-/// The text of a note: standard input when it is not a terminal, else `$EDITOR` (`vi`) on a
-/// temporary file holding `initial`.
-func noteText(editing initial: String) throws -> String {
-    if isatty(STDIN_FILENO) == 0 {
+/// The text of a note: standard input when it is not a terminal (and `fromStandardInput`),
+/// else `$VISUAL` or `$EDITOR` (`vi`) on a temporary file holding `initial`.
+func noteText(editing initial: String, fromStandardInput: Bool = true) throws -> String {
+    if fromStandardInput && isatty(STDIN_FILENO) == 0 {
         return String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
     }
     let file = FileManager.default.temporaryDirectory.appendingPathComponent("byteclub-note-\(getpid()).txt")

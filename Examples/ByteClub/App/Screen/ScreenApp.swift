@@ -1,0 +1,146 @@
+import ByteClubKit
+import Foundation
+
+/// `byteclub` with no command: the tutorial's app full screen, two tabs (Notes, Photos). It
+/// follows window resizes and shows what other members add without a refresh (the service's
+/// change feed is long-polled the whole time).
+struct ScreenApp {
+    let club: ByteClub
+
+    /// What changes the screen.
+    enum Event: Sendable {
+        case key(Key)
+        case resized
+        case changed
+        case loaded(notes: [Note], photos: [Photo])
+        case opened(name: String, text: String)
+        case said(String)
+        case uploadProgress(TransferProgress)
+        case uploadEnded(String)
+    }
+
+    func run() async throws {
+        let terminal = try TerminalSession()
+        defer { terminal.leave() }
+        let (events, post) = AsyncStream.makeStream(of: Event.self)
+        signal(SIGWINCH, SIG_IGN)
+        let resizes = DispatchSource.makeSignalSource(signal: SIGWINCH, queue: .global())
+        resizes.setEventHandler { post.yield(.resized) }
+        resizes.resume()
+        defer { resizes.cancel() }
+
+        var screen = ClubScreen()
+        var upload: Task<Void, Never>?
+        defer { upload?.cancel() }
+        let title = (club.account.member.map { "\($0) at " } ?? "") + (club.account.server.host ?? club.account.server.absoluteString)
+        func draw() {
+            let size = terminal.size
+            terminal.write(ScreenRenderer(width: size.width, height: size.height, title: title).draw(screen))
+        }
+
+        await withDiscardingTaskGroup { group in
+            group.addTask {
+                for await key in terminal.keys() { post.yield(.key(key)) }
+            }
+            group.addTask {
+                for await _ in club.changes() { post.yield(.changed) }
+            }
+            group.addTask { await reload(post) }
+            draw()
+            loop: for await event in events {
+                switch event {
+                case .key(let key):
+                    for effect in screen.press(key) {
+                        switch effect {
+                        case .quit: break loop
+                        case .reload: group.addTask { await reload(post) }
+                        case .open(let name): group.addTask { await open(name, post) }
+                        case .write(let name): await write(noteName(name), current: nil, terminal, post)
+                        case .edit(let name): await edit(name, terminal, post)
+                        case .cancelUpload: upload?.cancel()
+                        case .upload(let path):
+                            let file = URL(fileURLWithPath: (path as NSString).expandingTildeInPath)
+                            screen.upload = ClubScreen.Upload(name: file.lastPathComponent, progress: TransferProgress(bytes: 0, expected: -1), started: Date())
+                            upload = Task { await send(file, post) }
+                        }
+                    }
+                case .resized: terminal.write("\u{1B}[2J")
+                case .changed: group.addTask { await reload(post) }
+                case .loaded(let notes, let photos): screen.show(notes: notes, photos: photos)
+                case .opened(let name, let text): screen.mode = .reading(name: name, text: text, top: 0)
+                case .said(let message): screen.status = message
+                case .uploadProgress(let progress): screen.upload?.progress = progress
+                case .uploadEnded(let message):
+                    screen.upload = nil
+                    upload = nil
+                    screen.status = message
+                    group.addTask { await reload(post) }
+                }
+                draw()
+            }
+            post.finish()
+            group.cancelAll()
+        }
+    }
+
+    // MARK: The work keys start
+
+    private func reload(_ post: AsyncStream<Event>.Continuation) async {
+        do {
+            async let notes = club.notes()
+            async let photos = club.photos()
+            post.yield(.loaded(notes: try await notes, photos: try await photos))
+        } catch {
+            post.yield(.said("\(error)"))
+        }
+    }
+
+    private func open(_ name: String, _ post: AsyncStream<Event>.Continuation) async {
+        do {
+            let (text, _) = try await club.readNote(named: name)
+            post.yield(.opened(name: name, text: text))
+        } catch {
+            post.yield(.said("\(error)"))
+        }
+    }
+
+    private func edit(_ name: String, _ terminal: TerminalSession, _ post: AsyncStream<Event>.Continuation) async {
+        do {
+            let (text, metadata) = try await club.readNote(named: name)
+            await write(name, current: (text, metadata.rev), terminal, post)
+        } catch {
+            post.yield(.said("\(error)"))
+        }
+    }
+
+    /// Runs the editor on `current`'s text (empty for a new note) and saves what it leaves.
+    private func write(_ name: String, current: (text: String, rev: String?)?, _ terminal: TerminalSession,
+                       _ post: AsyncStream<Event>.Continuation) async {
+        do {
+            let initial = current?.text ?? ""
+            let text = try await terminal.suspend { try noteText(editing: initial, fromStandardInput: false) }
+            guard text != initial else {
+                post.yield(.said("\(name) unchanged"))
+                return
+            }
+            let saved = try await club.saveNote(named: name, text: text, parentRev: current?.rev)
+            post.yield(.said(saved.isConflictedCopy
+                ? "\(name) changed meanwhile; yours is kept as \(saved.metadata.name)"
+                : "Saved \(saved.metadata.name)"))
+            await reload(post)
+        } catch {
+            post.yield(.said("\(error)"))
+        }
+    }
+
+    private func send(_ file: URL, _ post: AsyncStream<Event>.Continuation) async {
+        do {
+            let stored = try await club.uploadPhoto(file) { post.yield(.uploadProgress($0)) }
+            post.yield(.uploadEnded("Uploaded \(file.lastPathComponent) as \(stored.name)"))
+        } catch ByteClubError.cancelled {
+            post.yield(.uploadEnded("Upload of \(file.lastPathComponent) cancelled; nothing was kept"))
+        } catch {
+            post.yield(.uploadEnded("\(error)"))
+        }
+    }
+}
