@@ -6,9 +6,9 @@ struct Login: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Sign in to a club's server: in a browser (OAuth 2.0 with PKCE), or with a token.",
         discussion: """
-            Without --token, byteclub listens on 127.0.0.1 for the browser's answer, opens the server's
-            sign-in page with xdg-open (the URL is printed too), and waits up to --wait seconds for you to
-            approve it there. Denied: exit 3. Ctrl-C: exit 130.
+            Without --token, byteclub listens on 127.0.0.1 for the browser's answer, opens the server's \
+            sign-in page with xdg-open (the URL is printed too), and waits up to --wait seconds for you to \
+            approve it there. Denied or no answer: exit 3. Ctrl-C: exit 130.
             """)
 
     @Option(help: "The server's URL, e.g. http://127.0.0.1:8080.") var server: String
