@@ -9,6 +9,8 @@ extension AccessToken {
         static let development = "development"
         /// Issued by `byteclub-server accounts add` or `accounts token`.
         static let admin = "admin"
+        /// Issued at `/oauth2/token` for an authorization code (a member signing in in a browser).
+        static let oauth = "oauth"
     }
 
     /// The stored form of a token: its SHA-256, in hex. Tokens are random (not passwords), so an
@@ -133,10 +135,13 @@ extension Store {
         return account
     }
 
-    static func insertToken(_ db: Database, _ token: String, account: Int64, origin: String) throws {
+    /// Stores `token`'s digest for `account`; returns the row's id.
+    @discardableResult
+    static func insertToken(_ db: Database, _ token: String, account: Int64, origin: String) throws -> Int64 {
         var row = AccessToken(id: nil, accountId: account, tokenSha256: AccessToken.digest(token), origin: origin,
                               createdAt: Date().timeIntervalSince1970, revokedAt: nil)
         try row.insert(db)
+        return row.id!
     }
 }
 

@@ -18,15 +18,7 @@ public struct ByteClubAccounts: Sendable {
     /// Opens the data directory's database. Without `createIfMissing`, a directory that holds
     /// no database yet is an error (a mistyped `--data-dir` is not silently made anew).
     public init(dataDirectory: String, createIfMissing: Bool = false) throws {
-        let path = dataDirectory + "/byteclub.sqlite"
-        if !FileManager.default.fileExists(atPath: path) {
-            guard createIfMissing else {
-                throw AccountError("No byteclub-server data in \(dataDirectory) (no byteclub.sqlite): start the server there first")
-            }
-            try FileManager.default.createDirectory(
-                atPath: dataDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        }
-        store = try Store(path: path)
+        store = try Store.open(dataDirectory: dataDirectory, createIfMissing: createIfMissing)
     }
 
     /// Creates a member of the club (the development account's shared folder, created first if
@@ -65,6 +57,23 @@ public struct ByteClubAccounts: Sendable {
         public var accessToken: String
         /// `Client-ID` for the images API (the account's own).
         public var clientID: String
+    }
+}
+
+extension Store {
+    /// The database of a data directory, for the command-line tools. Without
+    /// `createIfMissing`, a directory that holds no database yet is an error (a mistyped
+    /// `--data-dir` is not silently made anew).
+    static func open(dataDirectory: String, createIfMissing: Bool) throws -> Store {
+        let path = dataDirectory + "/byteclub.sqlite"
+        if !FileManager.default.fileExists(atPath: path) {
+            guard createIfMissing else {
+                throw AccountError("No byteclub-server data in \(dataDirectory) (no byteclub.sqlite): start the server there first")
+            }
+            try FileManager.default.createDirectory(
+                atPath: dataDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        }
+        return try Store(path: path)
     }
 }
 

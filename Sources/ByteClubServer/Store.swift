@@ -93,6 +93,7 @@ final class Store: Sendable {
         }
         migrator.registerMigration("v2", migrate: Self.migrateToNamespaces)
         migrator.registerMigration("v3", migrate: Self.migrateToJournal)
+        migrator.registerMigration("v4", migrate: Self.migrateToOAuth)
         return migrator
     }
 }

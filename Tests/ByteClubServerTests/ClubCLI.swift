@@ -1,7 +1,7 @@
 import FerryTestSupport
 import Foundation
 
-/// `byteclub-server accounts …` run as a process against a data directory, as an operator
+/// `byteclub-server accounts …` (or `clients …`) run as a process against a data directory, as an operator
 /// would while the server runs; bounded (10 s, then SIGKILL and a failure saying so).
 enum ClubCLI {
     struct Result: Sendable {
@@ -16,7 +16,7 @@ enum ClubCLI {
         }
     }
 
-    static func run(_ arguments: [String], dataDirectory: String) async throws -> Result {
+    static func run(_ arguments: [String], dataDirectory: String, command: String = "accounts") async throws -> Result {
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("byteclub-cli-\(UUID().uuidString.prefix(8))").path
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: scratch) }
@@ -25,12 +25,12 @@ enum ClubCLI {
         _ = FileManager.default.createFile(atPath: err, contents: nil)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try BuiltProducts.path(of: "byteclub-server"))
-        process.arguments = ["accounts"] + arguments + ["--data-dir", dataDirectory]
+        process.arguments = [command] + arguments + ["--data-dir", dataDirectory]
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: err))
         try process.run()
         do {
-            try await poll(until: "`byteclub-server accounts \(arguments.joined(separator: " "))` to exit", timeout: .seconds(10),
+            try await poll(until: "`byteclub-server \(command) \(arguments.joined(separator: " "))` to exit", timeout: .seconds(10),
                            every: .milliseconds(20), observed: ServerProcessTests.read(out)) { !process.isRunning }
         } catch {
             await ServerProcessTests.stop(process, seconds: 0)
