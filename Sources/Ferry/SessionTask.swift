@@ -53,10 +53,39 @@ public class SessionTask: @unchecked Sendable {  // all mutable state is behind 
     }
     let lock = NIOLockedValueBox(Mutable())
 
+    /// How far the task is, as a Foundation `Progress`: bytes sent for an upload, received
+    /// otherwise (indeterminate until the size is known), complete when the task succeeds. Its
+    /// `cancel()`, `pause()` and `resume()` cancel, suspend and resume the task, so it can drive
+    /// a progress bar or be a child of the app's own `Progress`.
+    ///
+    /// ```swift
+    /// let task = session.downloadTask(with: url)
+    /// overall.addChild(task.progress, withPendingUnitCount: 1)
+    /// task.resume()
+    /// ```
+    public let progress: Progress
+
     init(session: Session, identifier: Int, request: Request) {
         self.session = session
         self.taskIdentifier = identifier
         self.originalRequest = request
+        progress = Progress(totalUnitCount: -1)
+        progress.kind = .file
+        progress.isCancellable = true
+        progress.isPausable = true
+        // Weak: the task owns its progress, not the other way round.
+        progress.cancellationHandler = { [weak self] in self?.cancel() }
+        progress.pausingHandler = { [weak self] in self?.suspend() }
+        progress.resumingHandler = { [weak self] in self?.resume() }
+    }
+
+    /// Brings ``progress`` up to the byte counters: what was sent for an upload, else received.
+    func updateProgress() {
+        let (done, total) = lock.withLockedValue { m in
+            kind == .upload ? (m.countOfBytesSent, m.countOfBytesExpectedToSend) : (m.countOfBytesReceived, m.countOfBytesExpectedToReceive)
+        }
+        if total > 0, progress.totalUnitCount != total { progress.totalUnitCount = total }
+        progress.completedUnitCount = done
     }
 
     // MARK: Public state
@@ -224,6 +253,11 @@ public class SessionTask: @unchecked Sendable {  // all mutable state is behind 
         if let error {
             session.logger.debug("task failed", metadata: ["task": "\(taskIdentifier)", "error": "\(error.shortDescription)"])
         }
+        if error == nil {
+            // Done: whole, even when the size was never known.
+            if progress.totalUnitCount <= 0 { progress.totalUnitCount = max(progress.completedUnitCount, 1) }
+            progress.completedUnitCount = progress.totalUnitCount
+        }
         session.delegateQueue.enqueue { [self] in
             await session.delegate?.session(session, task: self, didCompleteWithError: error)
             await self.completionCallback(error)
@@ -250,6 +284,10 @@ public class SessionTask: @unchecked Sendable {  // all mutable state is behind 
     func dataArrived(_ data: Data) async {}
 
     func emit(_ event: TaskEvent) {
+        switch event {
+        case .response, .sentBodyData, .receivedData, .wroteData, .resumed: updateProgress()
+        default: break
+        }
         let continuations = lock.withLockedValue { $0.eventContinuations }
         for continuation in continuations { continuation.yield(event) }
     }

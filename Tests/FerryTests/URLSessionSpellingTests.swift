@@ -95,6 +95,30 @@ struct URLSessionSpellingTests {
         }
     }
 
+    @Test("task.progress follows the bytes and completes; cancelling the progress cancels the task")
+    func progress() async throws {
+        try await withServer { server in
+            let session = URLSession(configuration: .default)
+            let (file, _) = try await session.download(from: server.url("/bytes/200000?seed=9"))
+            try? FileManager.default.removeItem(at: file)
+            let watched = session.downloadTask(with: server.url("/bytes/300000?seed=5"))
+            let overall = Progress(totalUnitCount: 1)
+            overall.addChild(watched.progress, withPendingUnitCount: 1)
+            watched.resume()
+            try await poll(until: "the download's progress to complete", timeout: .seconds(20)) { watched.progress.fractionCompleted == 1 }
+            #expect(watched.progress.totalUnitCount == 300_000 && watched.progress.completedUnitCount == 300_000)
+            #expect(overall.fractionCompleted == 1, "a child of the app's own Progress")
+
+            let slow = session.downloadTask(with: server.url("/bytes/3000000?seed=6&drip=500000"))
+            slow.resume()
+            try await poll(until: "some bytes", timeout: .seconds(20)) { slow.progress.completedUnitCount > 0 }
+            slow.progress.cancel()
+            try await poll(until: "the task to be cancelled through its progress", timeout: .seconds(10)) { slow.state == .completed }
+            #expect((slow.error as? URLError)?.code == .cancelled)
+            session.invalidateAndCancel()
+        }
+    }
+
     @Test("errors are URLErrors with the platform's codes; the async API; getTasksWithCompletionHandler")
     func errorsAsyncAndTaskLists() async throws {
         do {

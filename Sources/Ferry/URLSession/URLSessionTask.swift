@@ -46,6 +46,8 @@ open class URLSessionTask: Hashable, @unchecked Sendable, CustomStringConvertibl
         get { task.earliestBeginDate }
         set { task.earliestBeginDate = newValue }
     }
+    /// The task's `Progress` (``SessionTask/progress``).
+    public var progress: Progress { task.progress }
     public var countOfBytesSent: Int64 { task.countOfBytesSent }
     public var countOfBytesExpectedToSend: Int64 { task.countOfBytesExpectedToSend }
     public var countOfBytesReceived: Int64 { task.countOfBytesReceived }
