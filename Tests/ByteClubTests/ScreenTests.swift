@@ -102,7 +102,9 @@ struct ScreenTests {
             try tmux.press("Enter")
             _ = try await tmux.waitForScreen(containing: "Uploaded small.jpg as small.jpg")
             try tmux.press("Right")
-            _ = try await tmux.waitForScreen(containing: "> small.jpg")
+            _ = try await tmux.waitForScreen(containing: "small.jpg") { screen in
+                screen.split(separator: "\n").contains { $0.hasPrefix("> ") && $0.contains("small.jpg") }
+            }
         }
     }
 
@@ -119,6 +121,31 @@ struct ScreenTests {
             #expect(added.status == 0, "\(added.output)")
             let screen = try await tmux.waitForScreen(containing: "from-alice.txt", timeout: .seconds(5))
             #expect(screen.contains("alice"), "the author is shown:\n\(screen)")
+        }
+    }
+
+    @Test("the Photos tab fetches the thumbnails of the rows in view, as the tutorial's table did; Enter shows a photo")
+    func thumbnailsInView() async throws {
+        try await ClubFixture.with { club in
+            let me = ByteClub(account: ByteClubAccount(server: club.server, accessToken: ClubFixture.token))
+            try TestImages.convert(["-size", "120x90", "gradient:orange-purple", club.file("seed.jpg").path])
+            for index in 1...30 { _ = try await me.uploadPhoto(club.file("seed.jpg"), as: String(format: "shot%02d.jpg", index)) }
+            let tmux = try Self.start(club, width: 80, height: 14)  // 9 rows in view
+            defer { tmux.kill() }
+            _ = try await tmux.waitForScreen(containing: "q quit")
+            try tmux.press("Right")
+            let screen = try await tmux.waitForScreen(containing: "▣  shot01.jpg") { screen in
+                (1...9).allSatisfy { screen.contains(String(format: "▣  shot%02d.jpg", $0)) }
+            }
+            #expect(!screen.contains("shot20.jpg"), "rows out of view are not shown:\n\(screen)")
+            let cache = club.file("cache/byteclub/thumbnails")
+            let fetched = try FileManager.default.contentsOfDirectory(atPath: cache.path).count
+            #expect(fetched == 9, "only the thumbnails in view were downloaded (\(fetched))")
+            for _ in 0..<19 { try tmux.press("Down") }
+            _ = try await tmux.waitForScreen(containing: "▣  shot20.jpg")
+            try tmux.press("Enter")
+            let details = try await tmux.waitForScreen(containing: "thumbnail: /")
+            #expect(details.contains("shot20.jpg") && details.contains("Esc back"), "\(details)")
         }
     }
 

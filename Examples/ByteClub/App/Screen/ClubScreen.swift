@@ -22,6 +22,8 @@ struct ClubScreen {
         case browsing
         /// A note open for reading.
         case reading(name: String, text: String, top: Int)
+        /// A photo's details and thumbnail.
+        case viewing(Photo)
         case asking(Question, answer: String)
     }
 
@@ -41,6 +43,8 @@ struct ClubScreen {
         case upload(path: String)
         case cancelUpload
         case quit
+        /// Thumbnails of photos that came into view, as the tutorial's table fetched them.
+        case fetchThumbnails([Photo])
     }
 
     var tab = Tab.notes
@@ -52,6 +56,27 @@ struct ClubScreen {
     /// The last thing said to the member (an outcome, an error).
     var status = "Loading…"
     var loaded = false
+    /// Cached thumbnails by ``thumbnailKey(_:)``, and those already asked for.
+    var thumbnails: [String: URL] = [:]
+    private var requested: Set<String> = []
+
+    static func thumbnailKey(_ photo: Photo) -> String { photo.metadata.path.lowercased() + "@" + (photo.metadata.rev ?? "") }
+
+    /// The rows of the list that fit `height` lines, around the selection (the renderer draws these).
+    func visibleRows(height: Int) -> Range<Int> {
+        let visible = max(height - 5, 1)
+        let top = max(0, min(selection - visible / 2, rowCount - visible))
+        return top..<min(rowCount, top + visible)
+    }
+
+    /// The photos in view whose thumbnails were never asked for; marks them asked.
+    mutating func thumbnailsToFetch(height: Int) -> [Effect] {
+        guard tab == .photos, case .browsing = mode else { return [] }
+        let wanted = visibleRows(height: height).map { photos[$0] }.filter { !requested.contains(Self.thumbnailKey($0)) }
+        guard !wanted.isEmpty else { return [] }
+        for photo in wanted { requested.insert(Self.thumbnailKey(photo)) }
+        return [.fetchThumbnails(wanted)]
+    }
 
     var rowCount: Int { tab == .notes ? notes.count : photos.count }
     var selection: Int { min(selected[tab] ?? 0, max(rowCount - 1, 0)) }
@@ -62,6 +87,10 @@ struct ClubScreen {
         switch mode {
         case .asking(let question, let answer): return answering(question, answer, key)
         case .reading(let name, let text, let top): return reading(name, text, top, key)
+        case .viewing:
+            if key == .interrupt { return [.quit] }
+            if [.escape, .character("q"), .left, .enter].contains(key) { mode = .browsing }
+            return []
         case .browsing: return browsing(key)
         }
     }
@@ -73,6 +102,7 @@ struct ClubScreen {
         case .left, .right, .tab: tab = tab == .notes ? .photos : .notes
         case .enter:
             if tab == .notes, notes.indices.contains(selection) { return [.open(note: notes[selection].name)] }
+            if tab == .photos, photos.indices.contains(selection) { mode = .viewing(photos[selection]) }
         case .character("n"):
             mode = .asking(.newNoteName, answer: "")
         case .character("e"):

@@ -13,6 +13,7 @@ struct ScreenApp {
         case resized
         case changed
         case loaded(notes: [Note], photos: [Photo])
+        case thumbnail(key: String, file: URL)
         case opened(name: String, text: String)
         case said(String)
         case uploadProgress(TransferProgress)
@@ -33,9 +34,18 @@ struct ScreenApp {
         var upload: Task<Void, Never>?
         defer { upload?.cancel() }
         let title = (club.account.member.map { "\($0) at " } ?? "") + (club.account.server.host ?? club.account.server.absoluteString)
+        let images = InlineImages.detect()
+        var drawnPicture: String?
         func draw() {
             let size = terminal.size
-            terminal.write(ScreenRenderer(width: size.width, height: size.height, title: title).draw(screen))
+            let renderer = ScreenRenderer(width: size.width, height: size.height, title: title)
+            let picture = renderer.picture(screen, images: images)
+            // A picture stays on a terminal until cleared: clear when it changes.
+            if picture != (drawnPicture ?? "") {
+                terminal.write((images == .kitty ? "\u{1B}_Ga=d\u{1B}\\" : "") + "\u{1B}[2J")
+            }
+            terminal.write(renderer.draw(screen) + picture)
+            drawnPicture = picture
         }
 
         await withDiscardingTaskGroup { group in
@@ -58,6 +68,7 @@ struct ScreenApp {
                         case .write(let name): await write(noteName(name), current: nil, terminal, post)
                         case .edit(let name): await edit(name, terminal, post)
                         case .cancelUpload: upload?.cancel()
+                        case .fetchThumbnails(let photos): fetch(photos, into: &group, post)
                         case .upload(let path):
                             let file = URL(fileURLWithPath: (path as NSString).expandingTildeInPath)
                             screen.upload = ClubScreen.Upload(name: file.lastPathComponent, progress: TransferProgress(bytes: 0, expected: -1), started: Date())
@@ -67,6 +78,7 @@ struct ScreenApp {
                 case .resized: terminal.write("\u{1B}[2J")
                 case .changed: group.addTask { await reload(post) }
                 case .loaded(let notes, let photos): screen.show(notes: notes, photos: photos)
+                case .thumbnail(let key, let file): screen.thumbnails[key] = file
                 case .opened(let name, let text): screen.mode = .reading(name: name, text: text, top: 0)
                 case .said(let message): screen.status = message
                 case .uploadProgress(let progress): screen.upload?.progress = progress
@@ -76,6 +88,9 @@ struct ScreenApp {
                     screen.status = message
                     group.addTask { await reload(post) }
                 }
+                for effect in screen.thumbnailsToFetch(height: terminal.size.height) {
+                    if case .fetchThumbnails(let photos) = effect { fetch(photos, into: &group, post) }
+                }
                 draw()
             }
             post.finish()
@@ -84,6 +99,15 @@ struct ScreenApp {
     }
 
     // MARK: The work keys start
+
+    /// Download tasks for the thumbnails of `photos` (the cache answers those it has).
+    private func fetch(_ photos: [Photo], into group: inout DiscardingTaskGroup, _ post: AsyncStream<Event>.Continuation) {
+        for photo in photos {
+            group.addTask {
+                if let file = await club.thumbnail(for: photo) { post.yield(.thumbnail(key: ClubScreen.thumbnailKey(photo), file: file)) }
+            }
+        }
+    }
 
     private func reload(_ post: AsyncStream<Event>.Continuation) async {
         do {

@@ -18,6 +18,8 @@ struct ScreenRenderer {
         switch screen.mode {
         case .reading(let name, let text, let top):
             lines += reading(name, text, top: top)
+        case .viewing(let photo):
+            lines += viewing(photo, thumbnail: screen.thumbnails[ClubScreen.thumbnailKey(photo)])
         case .browsing, .asking:
             lines += listing(screen)
         }
@@ -56,9 +58,11 @@ struct ScreenRenderer {
             header = ["NAME", "AUTHOR", "MODIFIED", "SIZE"]
             rows = screen.notes.map { [$0.name, $0.author ?? "-", $0.metadata.modified.map(listingDate) ?? "-", "\($0.metadata.bytes) B"] }
         case .photos:
-            header = ["NAME", "SIZE", "MODIFIED", "BY"]
+            // ▣ once the row's thumbnail is in the cache (fetched as the row comes into view).
+            header = ["", "NAME", "SIZE", "MODIFIED", "BY"]
             rows = screen.photos.map {
-                [$0.name, ProgressBar.bytes($0.metadata.bytes), $0.metadata.modified.map(listingDate) ?? "-", $0.metadata.modifier?.displayName ?? "-"]
+                [screen.thumbnails[ClubScreen.thumbnailKey($0)] == nil ? "·" : "▣", $0.name, ProgressBar.bytes($0.metadata.bytes),
+                 $0.metadata.modified.map(listingDate) ?? "-", $0.metadata.modifier?.displayName ?? "-"]
             }
         }
         guard !rows.isEmpty else {
@@ -66,10 +70,8 @@ struct ScreenRenderer {
             return ["", screen.tab == .notes ? "  No notes yet: n writes one." : "  No photos yet: u uploads one."]
         }
         let lines = columns([header] + rows)
-        let visible = max(height - 5, 1)
-        let top = max(0, min(screen.selection - visible / 2, rows.count - visible))
         var out = [Self.bold + fit("  " + lines[0]) + Self.plain]
-        for index in top..<min(rows.count, top + visible) {
+        for index in screen.visibleRows(height: height) {
             let line = fit((index == screen.selection ? "> " : "  ") + lines[index + 1])
             out.append(index == screen.selection ? Self.inverse + line + Self.plain : line)
         }
@@ -91,6 +93,21 @@ struct ScreenRenderer {
     }
 
     /// The upload's progress while one runs, else the last thing said.
+    private func viewing(_ photo: Photo, thumbnail: URL?) -> [String] {
+        [
+            Self.bold + fit("  \(photo.name)") + Self.plain,
+            fit("  \(ProgressBar.bytes(photo.metadata.bytes)), \(photo.metadata.modified.map(listingDate) ?? "-"), by \(photo.metadata.modifier?.displayName ?? "-")"),
+            fit("  thumbnail: " + (thumbnail?.path ?? "not fetched")),
+        ]
+    }
+
+    /// The selected photo's thumbnail drawn under its details, in terminals that speak kitty or sixel.
+    func picture(_ screen: ClubScreen, images: InlineImages?) -> String {
+        guard case .viewing(let photo) = screen.mode, let images, let file = screen.thumbnails[ClubScreen.thumbnailKey(photo)],
+              let sequence = images.sequence(for: file, width: min(640, width * 8), height: min(480, max(height - 8, 1) * 16)) else { return "" }
+        return "\u{1B}[7;3H" + sequence
+    }
+
     private func uploadLine(_ screen: ClubScreen) -> String {
         guard let upload = screen.upload else { return fit(" " + screen.status) }
         return fit(ProgressBar.line("Uploading \(upload.name)", upload.progress, since: upload.started, baseline: 0, now: Date()) + "   c cancels")
@@ -100,6 +117,7 @@ struct ScreenRenderer {
         switch screen.mode {
         case .asking(let question, let answer): return fit(question.prompt + answer)
         case .reading: return Self.inverse + fit(" ↑↓ scroll  e edit  Esc back") + Self.plain
+        case .viewing: return Self.inverse + fit(" Esc back") + Self.plain
         case .browsing: return Self.inverse + fit(" ↑↓ move  ←→ tab  Enter open  n new  e edit  u upload  r refresh  q quit") + Self.plain
         }
     }
