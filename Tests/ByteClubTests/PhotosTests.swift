@@ -33,6 +33,28 @@ struct PhotosTests {
         }
     }
 
+    @Test("two members: one uploads a 20 MB photo with a progress bar, the other sees its thumbnail")
+    func bigPhotoBetweenMembers() async throws {
+        try await ClubFixture.with { club in
+            let alice = try await club.addMember("alice")
+            let bob = try await club.addMember("bob")
+            let photo = club.file("harbour.jpg", member: "alice")
+            try TestImages.convert(["-size", "5200x3900", "xc:gray", "+noise", "Random", "-quality", "100", photo.path])
+            let size = try FileManager.default.attributesOfItem(atPath: photo.path)[.size] as? Int ?? 0
+            #expect(size > 20_000_000, "a 20 MB photo (\(size) bytes)")
+            let upload = try await club.run(["photos", "upload", "harbour.jpg"], member: "alice", environment: ["BYTECLUB_ACCESS_TOKEN": alice])
+            #expect(upload.status == 0 && upload.output.contains("uploaded harbour.jpg as harbour.jpg"), "\(upload.output.suffix(500))")
+            #expect(upload.output.contains("/ \(ProgressBarText.mebibytes(size))"), "the progress bar showed the size")
+
+            let listed = try await club.run(["photos", "--json"], member: "bob", environment: ["BYTECLUB_ACCESS_TOKEN": bob])
+            let photos = try Self.json(listed.output)
+            let entry = try #require(photos.first { $0["name"] as? String == "harbour.jpg" }, "\(listed.output)")
+            #expect(entry["author"] as? String == "alice")
+            let thumbnail = try #require(entry["thumbnail"] as? String)
+            #expect(try Data(contentsOf: URL(fileURLWithPath: thumbnail)).starts(with: [0xFF, 0xD8]), "bob has its thumbnail")
+        }
+    }
+
     @Test("thumbnails are drawn inline with the kitty protocol or sixel, and --sheet writes a contact sheet with libvips")
     func inlineAndSheet() async throws {
         try await ClubFixture.with { club in
@@ -138,4 +160,9 @@ struct PhotosTests {
         }
         return total
     }
+}
+
+/// How the progress bar writes a size in MiB (`20.3 MiB`).
+enum ProgressBarText {
+    static func mebibytes(_ bytes: Int) -> String { String(format: "%.1f MiB", Double(bytes) / 1_048_576) }
 }
