@@ -292,6 +292,7 @@ let package = Package(
                 "Ferry", "ExampleSupport",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             path: "Examples/ByteClub/Kit", swiftSettings: swiftSettings),
         .executableTarget(

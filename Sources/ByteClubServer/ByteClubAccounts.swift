@@ -22,15 +22,8 @@ public struct ByteClubAccounts: Sendable {
     /// Opens the data directory's SQLite database. Without `createIfMissing`, a directory that
     /// holds no database yet is an error (a mistyped `--data-dir` is not silently made anew).
     public init(dataDirectory: String, createIfMissing: Bool = false) async throws {
-        let path = dataDirectory + "/byteclub.sqlite"
-        if !FileManager.default.fileExists(atPath: path) {
-            guard createIfMissing else {
-                throw AccountError("No byteclub-server data in \(dataDirectory) (no byteclub.sqlite): start the server there first")
-            }
-            try FileManager.default.createDirectory(
-                atPath: dataDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        }
-        store = try await StoreLocation.sqlite(path: path).open(logger: Logger(label: "byteclub-accounts"))
+        store = try await StoreLocation.dataDirectory(dataDirectory, createIfMissing: createIfMissing)
+            .open(logger: Logger(label: "byteclub-accounts"))
     }
 
     /// Opens (and migrates, if it is new) the PostgreSQL database at `databaseURL`

@@ -137,6 +137,7 @@ public struct ByteClubServer: Sendable {
         ImagesRoutes(state: state).add(to: routes)
         BinsRoutes(state: state).add(to: routes)
         PageRoutes(state: state).add(to: routes)
+        OAuthRoutes(state: state).add(to: routes)
         let maxHeaderBytes = configuration.maxHeaderBytes
         let host = configuration.host
         let logger = self.logger

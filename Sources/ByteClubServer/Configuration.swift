@@ -61,6 +61,11 @@ public struct ByteClubConfiguration: Sendable {
     /// Seconds running requests get to finish after SIGTERM/SIGINT (or a graceful shutdown of
     /// ``ByteClubServer/makeService(onListening:)``); then their connections are closed.
     public var shutdownGracePeriod: TimeInterval = 10
+    /// Seconds an OAuth authorization code may be redeemed at `/oauth2/token` after it was
+    /// issued (RFC 6749 4.1.2 recommends at most 10 minutes; one is plenty for a native app).
+    public var oauthCodeLifetime: TimeInterval = 60
+    /// Seconds the approve/deny page of `/oauth2/authorize` stays valid (its CSRF token).
+    public var oauthConsentLifetime: TimeInterval = 600
     /// Faults to inject, for clients' tests. Off (`nil`) unless a flag turns them on.
     ///
     /// - warning: Never enable on a server people use: it breaks transfers on purpose.

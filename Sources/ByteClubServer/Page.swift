@@ -17,11 +17,14 @@ struct PageRoutes: Sendable {
         }
     }
 
+    /// The cookie that keeps a member signed in to the pages (`/` and `/oauth2/authorize`).
+    static func signInCookie(_ token: String) -> String {
+        "\(cookie)=\(token); Path=/; HttpOnly; SameSite=Strict"
+    }
+
     func index(_ request: Request, _ context: ByteClubContext) async throws -> Response {
         if let token = request.uri.queryParameters["access_token"] {
-            return Response(status: .seeOther, headers: [
-                .location: "/", .setCookie: "\(Self.cookie)=\(token); Path=/; HttpOnly; SameSite=Strict",
-            ])
+            return Response(status: .seeOther, headers: [.location: "/", .setCookie: Self.signInCookie(String(token))])
         }
         let account = try? await state.filesAccount(request)
         var html = Page.head(title: "ByteClub")

@@ -52,8 +52,13 @@ struct ResumableHTTPChannel: ServerChildChannel, HTTPChannelHandler {
             var limits = NIOHTTPDecoderLimitConfiguration()
             limits.maxHeaderFieldSize = maxHeaderBytes
             limits.maxHeaderListSize = maxHeaderBytes
+            // Pipelining assistance holds the next request back until the answer before it has
+            // ended: each request is served by a task of its own (below), and a client that sends
+            // the next one as soon as the last body byte arrived (by Content-Length) could
+            // otherwise get a second answer started before the first's end was written — NIO's
+            // error handler stops the process on that (KeepAliveTests).
             try sync.configureHTTPServerPipeline(
-                withPipeliningAssistance: false, withErrorHandling: true, withOutboundHeaderValidation: false,
+                withPipeliningAssistance: true, withErrorHandling: true, withOutboundHeaderValidation: false,
                 withEncoderConfiguration: .init(), withDecoderLimitConfiguration: limits)
             try sync.addHandler(HTTP1ToHTTPServerCodec(secure: false))
             try sync.addHandler(QuiesceHandler())

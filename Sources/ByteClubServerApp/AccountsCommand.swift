@@ -23,23 +23,42 @@ struct AccountsCommand: AsyncParsableCommand {
             dataDir ?? ProcessInfo.processInfo.environment["BYTECLUB_DATA_DIR"] ?? ByteClubConfiguration.defaultDataDirectory()
         }
 
+        /// The PostgreSQL database to use, if any.
+        var url: String? {
+            databaseURL ?? ProcessInfo.processInfo.environment["BYTECLUB_DATABASE_URL"]
+        }
+
         /// Opens the accounts; `createIfMissing` makes a data directory that has no database yet.
         func accounts(createIfMissing: Bool = false) async throws -> ByteClubAccounts {
-            if let url = databaseURL ?? ProcessInfo.processInfo.environment["BYTECLUB_DATABASE_URL"] {
-                return try await ByteClubAccounts(databaseURL: url, logger: quietLogger())
-            }
+            if let url { return try await ByteClubAccounts(databaseURL: url, logger: quietLogger()) }
             return try await ByteClubAccounts(dataDirectory: path, createIfMissing: createIfMissing)
+        }
+
+        /// Opens the OAuth clients, on the same database as ``accounts(createIfMissing:)``.
+        func clients() async throws -> ByteClubClients {
+            if let url { return try await ByteClubClients(databaseURL: url, logger: quietLogger()) }
+            return try await ByteClubClients(dataDirectory: path)
         }
 
         /// Runs `body` on the opened accounts and closes them afterwards, also when it throws.
         func with<T>(createIfMissing: Bool = false, _ body: (ByteClubAccounts) async throws -> T) async throws -> T {
             let accounts = try await accounts(createIfMissing: createIfMissing)
+            return try await closing({ await accounts.close() }) { try await body(accounts) }
+        }
+
+        /// Runs `body` on the opened clients and closes them afterwards, also when it throws.
+        func withClients<T>(_ body: (ByteClubClients) async throws -> T) async throws -> T {
+            let clients = try await clients()
+            return try await closing({ await clients.close() }) { try await body(clients) }
+        }
+
+        private func closing<T>(_ close: () async -> Void, _ body: () async throws -> T) async throws -> T {
             do {
-                let result = try await body(accounts)
-                await accounts.close()
+                let result = try await body()
+                await close()
                 return result
             } catch {
-                await accounts.close()
+                await close()
                 throw error
             }
         }

@@ -9,8 +9,8 @@ struct ByteClubServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "byteclub-server",
         abstract: "Dropbox-v1-style files, Imgur-style images and request bins on 127.0.0.1.",
-        discussion: "With no subcommand it runs the server (`serve`); `accounts` manages the club's members.",
-        subcommands: [ServeCommand.self, AccountsCommand.self],
+        discussion: "With no subcommand it runs the server (`serve`); `accounts` manages the club's members, `clients` its OAuth apps.",
+        subcommands: [ServeCommand.self, AccountsCommand.self, ClientsCommand.self],
         defaultSubcommand: ServeCommand.self)
 }
 
@@ -44,6 +44,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("resumable-timeout"), help: "Seconds an interrupted resumable upload is kept.") var resumableTimeout: Double?
     @Option(name: .customLong("shutdown-grace"), help: "Seconds running requests get to finish after SIGTERM (default 10).") var shutdownGrace: Double?
     @Option(name: .customLong("longpoll-limit"), help: "Clients that may wait in /1/longpoll_delta at once (503 past it; default 1000).") var longPollLimit: Int?
+    @Option(name: .customLong("oauth-code-lifetime"), help: "Seconds an OAuth authorization code can be redeemed (default 60).") var oauthCodeLifetime: Double?
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error, critical.") var logLevel: String?
     @Option(name: .customLong("dev-access-token"), help: "Access token for the development account when first created.") var devAccessToken: String?
     @Option(name: .customLong("dev-app-key"), help: "App key for the development account when first created.") var devAppKey: String?
@@ -66,6 +67,7 @@ struct ServeCommand: AsyncParsableCommand {
         if let longPollLimit, longPollLimit < 1 { throw ValidationError("--longpoll-limit must be at least 1") }
         if let shutdownGrace, !(0...3600).contains(shutdownGrace) { throw ValidationError("--shutdown-grace must be 0...3600 seconds") }
         if let databasePoolSize, !(1...200).contains(databasePoolSize) { throw ValidationError("--database-pool-size must be 1...200") }
+        if let oauthCodeLifetime, !(0...600).contains(oauthCodeLifetime) { throw ValidationError("--oauth-code-lifetime must be 0...600 seconds") }
     }
 
     func run() async throws {
@@ -95,6 +97,7 @@ struct ServeCommand: AsyncParsableCommand {
         if let v = pick(resumableTimeout, "RESUMABLE_TIMEOUT") { configuration.resumableUploadTimeout = v }
         if let v = pick(shutdownGrace, "SHUTDOWN_GRACE") { configuration.shutdownGracePeriod = v }
         if let v = pick(longPollLimit, "LONGPOLL_LIMIT") { configuration.longPollWaiterLimit = v }
+        if let v = pick(oauthCodeLifetime, "OAUTH_CODE_LIFETIME") { configuration.oauthCodeLifetime = v }
         configuration.devCredentials = DevCredentials(
             appKey: pick(devAppKey, "DEV_APP_KEY"), accessToken: pick(devAccessToken, "DEV_ACCESS_TOKEN"),
             clientID: pick(devClientID, "DEV_CLIENT_ID"))

@@ -1,5 +1,6 @@
 public import FerryEngine
 import FerryCore
+public import FerryProtocol
 public import Foundation
 import Logging
 import NIOConcurrencyHelpers
@@ -47,6 +48,8 @@ public class SessionTask: @unchecked Sendable {  // all mutable state is behind 
         /// The server's resumable upload resource for this task's body: a suspended upload
         /// continues from the server's offset, a cancelled one is deleted there.
         var uploadPoint: ResumableUploadPoint?
+        /// Background tasks: why ferryd holds the task, as it last said.
+        var waitingReason: WaitingReason?
     }
     let lock = NIOLockedValueBox(Mutable())
 
@@ -91,10 +94,24 @@ public class SessionTask: @unchecked Sendable {  // all mutable state is behind 
         get { lock.withLockedValue { $0.idempotencyKey } }
         set { lock.withLockedValue { $0.idempotencyKey = newValue } }
     }
+    /// Background tasks: why ferryd holds the task — no network, backing off until a date, a
+    /// host's connection limit, suspended — as ferryd last said (when this process attached, or
+    /// when the task started waiting for connectivity); nil once bytes move, and for in-process
+    /// tasks. `ferry explain` gives the same.
+    ///
+    /// ```swift
+    /// for task in session.allTasks { print(task.taskIdentifier, task.waitingReason?.message ?? "moving") }
+    /// ```
+    public var waitingReason: WaitingReason? { lock.withLockedValue { $0.waitingReason } }
     public var countOfBytesSent: Int64 { lock.withLockedValue { $0.countOfBytesSent } }
     public var countOfBytesExpectedToSend: Int64 { lock.withLockedValue { $0.countOfBytesExpectedToSend } }
     public var countOfBytesReceived: Int64 { lock.withLockedValue { $0.countOfBytesReceived } }
     public var countOfBytesExpectedToReceive: Int64 { lock.withLockedValue { $0.countOfBytesExpectedToReceive } }
+
+    /// Background tasks: ferryd says the task waits (`reason`), or that it moves again (nil).
+    func noteWaiting(_ reason: WaitingReason?) {
+        lock.withLockedValue { $0.waitingReason = reason }
+    }
 
     /// Everything that happens to this task, in order, ending with `.completed`.
     /// Subscribe before `resume()` to see it all; each subscriber gets its own stream.

@@ -185,9 +185,11 @@ extension Daemon {
         task.request.method = submission.request.method.uppercased()
         let container = containerURL(of: session)
         if let body = submission.bodyFile {
-            guard FileManager.default.isReadableFile(atPath: body) else {
+            var status = stat()
+            guard access(body, R_OK) == 0, stat(body, &status) == 0 else {
                 throw FerryProtocolError(.badRequest, "the body file \(body) does not exist or cannot be read by ferryd")
             }
+            task.bodyLength = Int64(status.st_size)
         }
         try await checkDelivery(of: submission)
         if let destination = submission.destination, !Self.isInside(destination, container) {

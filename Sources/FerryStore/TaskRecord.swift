@@ -82,6 +82,9 @@ public struct NewTask: Hashable, Sendable, HoldsTaskDescription {
     public var resumeOffset: Int64?
     /// `waiting` (the default) or `suspended`.
     public var initialState: TaskState
+    /// An upload's body size, when known at submission: the task's bytes expected to send from
+    /// the start, so a relaunched app's `allTasks` tells it before the first byte went.
+    public var bodyLength: Int64?
 
     public init(
         sessionIdentifier: String, taskIdentifier: Int? = nil, task: TaskDescription,
@@ -98,7 +101,7 @@ public struct NewTask: Hashable, Sendable, HoldsTaskDescription {
     func record(identifier: Int, now: Date) -> TaskRecord {
         TaskRecord(
             sessionIdentifier: sessionIdentifier, taskIdentifier: identifier, task: task, state: initialState,
-            bytesSent: 0, bytesReceived: resumeOffset ?? 0, bytesExpectedToSend: nil, bytesExpectedToReceive: nil,
+            bytesSent: 0, bytesReceived: resumeOffset ?? 0, bytesExpectedToSend: bodyLength, bytesExpectedToReceive: nil,
             resumeValidator: resumeValidator, resumeOffset: resumeOffset, uploadResourceURL: nil, uploadInteropVersion: nil,
             attemptCount: 0, nextAttemptAt: nil, lastErrorCode: nil, lastErrorMessage: nil, responseStatus: nil, retryReason: nil,
             deliveredTo: nil, createdAt: now, updatedAt: now)

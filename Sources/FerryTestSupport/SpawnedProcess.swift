@@ -110,6 +110,7 @@ public final class SpawnedProcess: Sendable {
 public struct SpawnError: Error, CustomStringConvertible {
     public var message: String
     public var description: String { message }
+    public init(message: String) { self.message = message }
 }
 
 /// The reaped status, written once from whichever task saw the exit.

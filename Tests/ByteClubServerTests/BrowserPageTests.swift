@@ -12,7 +12,7 @@ import Glibc
 /// (`BYTECLUB_KEEP_SCREENSHOT=/tmp/page.png` keeps a copy to look at).
 @Suite("The page in headless Chromium", .serialized)
 struct BrowserPageTests {
-    static let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    static let chromium = HeadlessChromium.executable
     static let identify = "/usr/bin/identify"  // ImageMagick, to count the screenshot's colours
 
     @Test func pageShowsNotesThumbnailsAndBinsInChromium() async throws {
@@ -35,7 +35,7 @@ struct BrowserPageTests {
             _ = try await Self.run(chromium, Self.chromiumFlags(work) + ["--window-size=1200,900", "--screenshot=\(screenshot)", url],
                                    seconds: 60, marker: work)
             let dom = try await Self.run(chromium, Self.chromiumFlags(work) + ["--dump-dom", url], seconds: 60, marker: work)
-            #expect(Self.processes(marker: work).isEmpty, "no Chromium process is left behind")
+            #expect(processes(marker: work).isEmpty, "no Chromium process is left behind")
 
             // The DOM: the note, one thumbnail per image, the bin's link.
             #expect(dom.contains("Signed in as <b>dev</b>"))
@@ -67,12 +67,7 @@ struct BrowserPageTests {
         }
     }
 
-    /// Headless, no sandbox (tests may run as root), a profile of its own inside `work`, so that
-    /// the processes it starts can be found by that path.
-    static func chromiumFlags(_ work: String) -> [String] {
-        ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
-         "--hide-scrollbars", "--user-data-dir=\(work)/chromium-profile"]
-    }
+    static func chromiumFlags(_ work: String) -> [String] { HeadlessChromium.flags(work: work) }
 
     /// Runs `executable` under timeout(1), which after `seconds` kills it and every process in
     /// its group (Chromium's helpers too); waits with async sleeps, never blocking a
@@ -102,16 +97,6 @@ struct BrowserPageTests {
             throw TestFailure("\(executable) exited with \(process.terminationStatus)\(process.terminationStatus == 124 ? " (timed out)" : "")")
         }
         return try String(contentsOfFile: output, encoding: .utf8)
-    }
-
-    /// Process ids whose command line contains `marker` (read from /proc).
-    static func processes(marker: String) -> [pid_t] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
-        return names.compactMap { name in
-            guard let pid = pid_t(name), pid != getpid(),
-                  let data = FileManager.default.contents(atPath: "/proc/\(name)/cmdline") else { return nil }
-            return String(decoding: data, as: UTF8.self).contains(marker) ? pid : nil
-        }
     }
 
     /// Ends `process` and the processes naming `marker`: 5 s to exit by themselves, then SIGKILL

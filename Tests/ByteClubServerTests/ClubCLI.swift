@@ -1,8 +1,9 @@
 import FerryTestSupport
 import Foundation
 
-/// `byteclub-server accounts …` run as a process against a data directory, as an operator
-/// would while the server runs; bounded (10 s, then SIGKILL and a failure saying so).
+/// `byteclub-server accounts …` (or `clients …`) run as a process against a data directory's
+/// database (or `--database-url`'s), as an operator would while the server runs; bounded
+/// (10 s, then SIGKILL and a failure saying so).
 enum ClubCLI {
     struct Result: Sendable {
         let status: Int32
@@ -16,8 +17,10 @@ enum ClubCLI {
         }
     }
 
-    /// Runs `accounts ARGUMENTS` on `dataDirectory`'s SQLite, or with `databaseURL` on that PostgreSQL.
-    static func run(_ arguments: [String], dataDirectory: String, databaseURL: String? = nil) async throws -> Result {
+    /// Runs `COMMAND ARGUMENTS` (`accounts` or `clients`) on `dataDirectory`'s SQLite, or with
+    /// `databaseURL` on that PostgreSQL.
+    static func run(_ arguments: [String], dataDirectory: String, databaseURL: String? = nil,
+                    command: String = "accounts") async throws -> Result {
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("byteclub-cli-\(UUID().uuidString.prefix(8))").path
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: scratch) }
@@ -26,12 +29,12 @@ enum ClubCLI {
         _ = FileManager.default.createFile(atPath: err, contents: nil)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try BuiltProducts.path(of: "byteclub-server"))
-        process.arguments = ["accounts"] + arguments + ["--data-dir", dataDirectory] + (databaseURL.map { ["--database-url", $0] } ?? [])
+        process.arguments = [command] + arguments + ["--data-dir", dataDirectory] + (databaseURL.map { ["--database-url", $0] } ?? [])
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: err))
         try process.run()
         do {
-            try await poll(until: "`byteclub-server accounts \(arguments.joined(separator: " "))` to exit", timeout: .seconds(10),
+            try await poll(until: "`byteclub-server \(command) \(arguments.joined(separator: " "))` to exit", timeout: .seconds(10),
                            every: .milliseconds(20), observed: ServerProcessTests.read(out)) { !process.isRunning }
         } catch {
             await ServerProcessTests.stop(process, seconds: 0)
@@ -51,9 +54,9 @@ enum ClubCLI {
 }
 
 extension ClubCLI {
-    /// `accounts ARGUMENTS` on `server`'s database, whichever store it uses.
-    static func run(_ arguments: [String], on server: TestServer) async throws -> Result {
-        try await run(arguments, dataDirectory: server.dataDirectory, databaseURL: server.databaseURL)
+    /// `accounts ARGUMENTS` (or `clients …`) on `server`'s database, whichever store it uses.
+    static func run(_ arguments: [String], on server: TestServer, command: String = "accounts") async throws -> Result {
+        try await run(arguments, dataDirectory: server.dataDirectory, databaseURL: server.databaseURL, command: command)
     }
 
     /// `accounts add NAME` on `server`'s database.

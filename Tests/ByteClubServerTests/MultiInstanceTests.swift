@@ -97,6 +97,55 @@ struct MultiInstanceTests {
         }
     }
 
+    @Test func anOAuthCodeIssuedThroughOneIsRedeemedOnceThroughTheOther() async throws {
+        try await Self.withTwoInstances { a, b, url, directory in
+            let viaA = OAuthFlow(server: Self.testServer(a, directory, url))
+            let viaB = OAuthFlow(server: Self.testServer(b, directory, url), state: viaA.state, verifier: viaA.verifier)
+            // The approve/deny page shown by B, approved through A: A issues the code.
+            let (_, csrf) = try await viaB.consentPage(token: Self.devToken)
+            let approved = try await viaA.post("/oauth2/authorize", ["csrf_token": csrf, "decision": "approve"], cookie: Self.devToken)
+            #expect(approved.status == 302, "\(approved.text)")
+            let callback = OAuthFlow.query(of: try #require(approved.header("Location")))
+            let code = try #require(callback["code"], "\(callback)")
+            #expect(callback["state"] == viaA.state)
+            let replayed = try await viaB.post("/oauth2/authorize", ["csrf_token": csrf, "decision": "approve"], cookie: Self.devToken)
+            #expect(replayed.status == 403 && replayed.header("Location") == nil, "the page's token worked once, across instances")
+
+            let first = try await viaB.redeem(code)
+            #expect(first.status == 200 && first.object["account_name"] as? String == "dev", "\(first.text)")
+            let token = try #require(first.object["access_token"] as? String)
+            for port in [a.port, b.port] {
+                #expect(try await ServerProcessTests.request(port, "GET", "/1/metadata/dropbox/", token: token).status == 200)
+            }
+            let second = try await viaA.redeem(code)
+            #expect(second.status == 400 && second.object["error"] as? String == "invalid_grant", "\(second.text)")
+            for port in [a.port, b.port] {
+                let refused = try await ServerProcessTests.request(port, "GET", "/1/metadata/dropbox/", token: token)
+                #expect(refused.status == 401 && refused.text.contains("revoked"), "\(refused.text)")
+                #expect(try await ServerProcessTests.request(port, "GET", "/1/metadata/dropbox/").status == 200, "dev's own token stays valid")
+            }
+
+            // Redeemed at both at once: one token (the row lock makes the other wait, then refuses).
+            for round in 0..<4 {
+                let code = try await viaA.code(token: Self.devToken)
+                async let atA = viaA.redeem(code)
+                async let atB = viaB.redeem(code)
+                let replies = try await [atA, atB]
+                #expect(replies.filter { $0.status == 200 }.count == 1, "round \(round): \(replies.map(\.text))")
+                #expect(replies.filter { $0.object["error"] as? String == "invalid_grant" }.count == 1, "round \(round): \(replies.map(\.text))")
+            }
+        }
+    }
+
+    /// The dev account's token of ``ServerProcessTests/start(dataDirectory:arguments:)``.
+    static let devToken = "kill-token"
+
+    /// A running instance as a ``TestServer``, for ``OAuthFlow``.
+    static func testServer(_ instance: ServerProcessTests.Running, _ directory: String, _ url: String) -> TestServer {
+        TestServer(base: "http://127.0.0.1:\(instance.port)", port: instance.port, token: devToken, clientID: "", appKey: "",
+                   dataDirectory: directory, databaseURL: url)
+    }
+
     @Test func anUnreachableDatabaseIsAClearErrorWithoutThePassword() async throws {
         let directory = try TestServer.makeTempDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -84,14 +84,15 @@ struct TestServer: Sendable {
     }
 
     /// Sends one request and reads the whole answer (bounded at 300 MiB).
+    /// `client`: another HTTPClient (one that does not follow redirects, say).
     func request(_ method: HTTPMethod, _ path: String, headers: [(String, String)] = [], body: [UInt8]? = nil,
-                 auth: Bool = true) async throws -> Reply {
+                 auth: Bool = true, client: HTTPClient = Self.client) async throws -> Reply {
         var request = HTTPClientRequest(url: base + path)
         request.method = method
         if auth { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
-        let response = try await Self.client.execute(request, timeout: .seconds(60))
+        let response = try await client.execute(request, timeout: .seconds(60))
         let collected = try await response.body.collect(upTo: 300 << 20)
         return Reply(status: Int(response.status.code), headers: response.headers, body: Array(buffer: collected))
     }

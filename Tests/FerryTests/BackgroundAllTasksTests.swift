@@ -35,7 +35,39 @@ struct BackgroundAllTasksTests {
             #expect(listed.first?.taskDescription == "later")
             #expect(listed.first?.state == .running)
             #expect(listed.first?.earliestBeginDate != nil)
+            #expect(listed.first?.waitingReason?.kind == .beginDate, "a waiting task says what it waits for")
             again.invalidateAndCancel()
+        }
+    }
+
+    @Test("a task backing off after a failed attempt says so in a relaunched allTasks, with when it tries next and its byte counts")
+    func waitingTasksSaySo() async throws {
+        try await withDaemonAndServer { daemon, server in
+            var configuration = daemon.configuration("bg.alltasks.waiting")
+            configuration.retryPolicy = .untilResourceTimeout
+            let first = try Session.background(configuration, delegate: RecordingDelegate())
+            // Nobody listens on port 9: each attempt is refused, and ferryd backs off.
+            var request = Request(url: URL(string: "http://127.0.0.1:9/photo.jpg")!, method: "PUT")
+            request.headers["Content-Type"] = "image/jpeg"
+            let upload = first.uploadTask(with: request, from: Data(repeating: 7, count: 4096))
+            upload.taskDescription = "photo for the club"
+            upload.resume()
+            try await poll(until: "ferryd to back off after the refused attempt", timeout: .seconds(20), every: .milliseconds(100)) {
+                let explained = try await runFerry(["explain", "\(upload.taskIdentifier)", "--session", "bg.alltasks.waiting"], environment: daemon.environment)
+                return explained.output.lowercased().contains("back")
+            }
+            first.finishTasksAndInvalidate()
+
+            let again = try await reattach(daemon, "bg.alltasks.waiting", delegate: RecordingDelegate())
+            let listed = try #require(again.allTasks.first { $0.taskIdentifier == upload.taskIdentifier })
+            #expect(listed.taskDescription == "photo for the club")
+            #expect(listed.countOfBytesExpectedToSend == 4096)
+            let waiting = try #require(listed.waitingReason, "the task says it waits")
+            #expect(waiting.kind == .backingOff, "\(waiting)")
+            #expect(waiting.until.map { $0 > Date().addingTimeInterval(-1) } == true, "with when it tries next: \(waiting)")
+            #expect(!waiting.message.isEmpty)
+            again.invalidateAndCancel()
+            _ = server
         }
     }
 }

@@ -70,32 +70,6 @@ func printJSON<T: Encodable>(_ value: T) throws {
     print(String(decoding: try encoder.encode(value), as: UTF8.self))
 }
 
-struct Login: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Sign in to a club's server.")
-
-    @Option(help: "The server's URL, e.g. http://127.0.0.1:8080.") var server: String
-    @Option(help: "An access token the server's admin made (byteclub-server accounts add/token).") var token: String?
-
-    func run() async throws {
-        guard let url = URL(string: server), let scheme = url.scheme, ["http", "https"].contains(scheme), url.host != nil else {
-            throw ByteClubError.usage("not an http(s) URL: \(server)")
-        }
-        guard let token, !token.isEmpty else {
-            throw ByteClubError.usage("give the token with --token (sign-in in a browser is not built yet; see docs/byteclub.md)")
-        }
-        let account = ByteClubAccount(server: url, accessToken: token)
-        // Checked before it is saved: a wrong token is said now, not at the first note.
-        do {
-            _ = try await ByteClub(account: account).notes()
-        } catch ByteClubError.signInAgain(let detail) {
-            throw ByteClubError.signInAgain("it refused this token: \(detail)")
-        }
-        let file = AccountFile()
-        try file.save(account)
-        print("signed in to \(url.absoluteString); the account is in \(file.url.path)")
-    }
-}
-
 struct Logout: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Forget the saved account.")
 

@@ -13,6 +13,8 @@ public enum ByteClubError: Error, Sendable, CustomStringConvertible, Equatable {
     case notSignedIn
     /// 401: the token expired or was revoked.
     case signInAgain(String)
+    /// The sign-in in the browser did not happen: the member chose Deny, or no answer came.
+    case notApproved(String)
     /// 400, 405: the app sent something the service does not take.
     case badRequest(status: Int, String)
     /// 403: the OAuth request was refused (wrong app key, a member of another club).
@@ -38,6 +40,7 @@ public enum ByteClubError: Error, Sendable, CustomStringConvertible, Equatable {
         switch self {
         case .notSignedIn: "not signed in: run `byteclub login --server URL` first"
         case .signInAgain(let detail): "the server no longer accepts this sign-in (\(detail)): sign in again with `byteclub login`"
+        case .notApproved(let detail): "not signed in: \(detail)"
         case .badRequest(let status, let detail): "the server refused the request (\(status)): \(detail)"
         case .forbidden(let detail): "the server refused this app's OAuth request (403): \(detail)"
         case .notFound(let what): "not found: \(what)"
@@ -57,7 +60,7 @@ public enum ByteClubError: Error, Sendable, CustomStringConvertible, Equatable {
         switch self {
         case .local: 1
         case .usage: 2
-        case .notSignedIn, .signInAgain: 3
+        case .notSignedIn, .signInAgain, .notApproved: 3
         case .badRequest, .forbidden: 4
         case .notFound: 5
         case .busy: 6

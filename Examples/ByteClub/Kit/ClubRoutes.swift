@@ -36,6 +36,12 @@ public struct ClubRoutes: Sendable {
         url("/1/longpoll_delta", ["cursor": cursor, "timeout": String(timeout)])
     }
 
+    /// `GET /oauth2/authorize?…`: the server's page where the member approves the app (OAuth 2.0
+    /// authorization code with PKCE).
+    public func authorize(_ query: [String: String]) -> URL { url("/oauth2/authorize", query) }
+    /// `POST /oauth2/token`: an authorization code redeemed for an access token.
+    public var token: URL { url("/oauth2/token") }
+
     /// A note's or photo's path in the club's folder.
     public static func notePath(_ name: String) -> String { "/\(folder)/\(name)" }
     public static func photoPath(_ name: String) -> String { "/\(photosFolder)/\(name)" }

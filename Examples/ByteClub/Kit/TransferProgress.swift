@@ -1,5 +1,5 @@
-public import Ferry
-public import Foundation
+import Ferry
+import Foundation
 import NIOConcurrencyHelpers
 
 /// How far a transfer is: what the progress bar shows.

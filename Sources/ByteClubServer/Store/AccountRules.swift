@@ -8,6 +8,8 @@ extension AccessToken {
         static let development = "development"
         /// Issued by `byteclub-server accounts add` or `accounts token`.
         static let admin = "admin"
+        /// Issued at `/oauth2/token` for an authorization code (a member signing in in a browser).
+        static let oauth = "oauth"
     }
 
     /// The stored form of a token: its SHA-256, in hex. Tokens are random (not passwords), so an

@@ -11,6 +11,7 @@ import Foundation
 // - Nothing is cached across requests: another process's write (a second server, the
 //   `accounts` command) counts from the next request on.
 // - Blob names are written only after their files are durable (``BlobStore``).
+// - A consent's token and an authorization code work once, across instances too (``OAuthStore``).
 
 /// Each namespace's tree of files and folders (Dropbox v1's files API).
 protocol FileTreeStore: Sendable {
@@ -97,7 +98,7 @@ protocol BinStore: Sendable {
 }
 
 /// All the server keeps but the blobs: what ``ServerState`` holds, opened by ``StoreLocation``.
-protocol MetadataStore: FileTreeStore, ChangeJournalStore, AccountStore, UploadStore, BinStore {
+protocol MetadataStore: FileTreeStore, ChangeJournalStore, AccountStore, OAuthStore, UploadStore, BinStore {
     /// Every blob name a row points to (files and images), for the start-up cleaning of orphans.
     func referencedBlobs() async throws -> Set<String>
     /// Closes the connections (PostgreSQL: ends the pool's task); the store is unusable after.

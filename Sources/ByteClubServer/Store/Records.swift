@@ -37,7 +37,7 @@ struct AccessToken: Codable, FetchableRecord, MutablePersistableRecord, Sendable
     var id: Int64?
     var accountId: Int64
     var tokenSha256: String
-    /// Who issued it: `development` (the dev account's first), `admin` (the CLI).
+    /// Who issued it: `development` (the dev account's first), `admin` (the CLI), `oauth` (`/oauth2/token`).
     var origin: String
     var createdAt: Double
     var revokedAt: Double?

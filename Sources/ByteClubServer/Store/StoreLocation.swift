@@ -17,6 +17,20 @@ enum StoreLocation: Sendable {
         }
     }
 
+    /// The SQLite database of a data directory, for the command-line tools. Without
+    /// `createIfMissing`, a directory that holds no database yet is an error (a mistyped
+    /// `--data-dir` is not silently made anew).
+    static func dataDirectory(_ directory: String, createIfMissing: Bool) throws -> StoreLocation {
+        let path = directory + "/byteclub.sqlite"
+        if !FileManager.default.fileExists(atPath: path) {
+            guard createIfMissing else {
+                throw AccountError("No byteclub-server data in \(directory) (no byteclub.sqlite): start the server there first")
+            }
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        }
+        return .sqlite(path: path)
+    }
+
     /// Opens (and migrates) the store. PostgreSQL: connects once first, so an unreachable
     /// server, a wrong password or a missing database is a ``DatabaseURLError`` saying which.
     func open(longPollWaiterLimit: Int = 1000, logger: Logger) async throws -> any MetadataStore {

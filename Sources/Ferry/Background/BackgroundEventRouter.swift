@@ -38,6 +38,7 @@ struct BackgroundEventRouter: Sendable {
             case .progress(let progress):
                 self.progress(progress)
             case .waitingForConnectivity(let waiting):
+                for task in session.backgroundTasks(waiting.taskIdentifier) { task.noteWaiting(waiting.reason) }
                 if let delegate = session.delegate {
                     let session = self.session
                     for task in session.backgroundTasks(waiting.taskIdentifier) {
@@ -86,6 +87,7 @@ struct BackgroundEventRouter: Sendable {
     private func deliver(_ kind: EventKind, to task: SessionTask) async {
         let observer = TaskObserver(task: task)
         let url = task.currentRequest?.url ?? task.originalRequest.url
+        task.noteWaiting(nil)
         switch kind {
         case .response(let head):
             let allowed = await observer.transferDidReceive(response: Response(url: url, statusCode: head.statusCode, headers: head.headers))
@@ -107,6 +109,7 @@ struct BackgroundEventRouter: Sendable {
     }
 
     private func report(_ progress: TaskProgress, to task: SessionTask) {
+        task.noteWaiting(nil)  // bytes move: it no longer waits
         let observer = TaskObserver(task: task)
         if task.kind == .download {
             let before = task.countOfBytesReceived

@@ -86,6 +86,7 @@ extension SessionTask {
             m.countOfBytesReceived = info.bytesReceived
             m.countOfBytesExpectedToSend = info.bytesExpectedToSend ?? 0
             m.countOfBytesExpectedToReceive = info.bytesExpectedToReceive ?? -1
+            m.waitingReason = info.waitingReason.flatMap { $0.kind == .ready ? nil : $0 }
             // Suspended stays suspended; anything else runs here until its last event arrives.
             m.lifecycle.adopt(suspended: info.state == .suspended)
         }

@@ -72,6 +72,34 @@ enum PostgresSchema {
             """,
             "CREATE INDEX bin_request_bin ON bin_request(bin_id, id)",
         ]),
+        // Step 2 is the SQLite store's v4: OAuth clients and their redirect URIs (the Byte Club
+        // app registered), pending consents and authorization codes (see ``OAuthStore``).
+        (2, [
+            "CREATE TABLE oauth_client (id TEXT PRIMARY KEY, name TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL)",
+            """
+            CREATE TABLE oauth_redirect_uri (
+                client_id TEXT NOT NULL REFERENCES oauth_client(id) ON DELETE CASCADE, uri TEXT NOT NULL,
+                PRIMARY KEY (client_id, uri))
+            """,
+            """
+            CREATE TABLE oauth_consent (
+                token_sha256 TEXT PRIMARY KEY, account_id BIGINT NOT NULL REFERENCES account(id) ON DELETE CASCADE,
+                client_id TEXT NOT NULL REFERENCES oauth_client(id) ON DELETE CASCADE, redirect_uri TEXT NOT NULL,
+                state TEXT, code_challenge TEXT NOT NULL, expires_at DOUBLE PRECISION NOT NULL)
+            """,
+            """
+            CREATE TABLE oauth_code (
+                code_sha256 TEXT PRIMARY KEY, account_id BIGINT NOT NULL REFERENCES account(id) ON DELETE CASCADE,
+                client_id TEXT NOT NULL REFERENCES oauth_client(id) ON DELETE CASCADE, redirect_uri TEXT NOT NULL,
+                code_challenge TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL, expires_at DOUBLE PRECISION NOT NULL,
+                used_at DOUBLE PRECISION, access_token_id BIGINT REFERENCES access_token(id) ON DELETE SET NULL)
+            """,
+            "CREATE INDEX oauth_code_expires ON oauth_code(expires_at)",
+            "CREATE INDEX oauth_consent_expires ON oauth_consent(expires_at)",
+            // Literals, not OAuthRules' constants: a step says what it did, whatever they become.
+            "INSERT INTO oauth_client (id, name, created_at) VALUES ('byteclub', 'Byte Club', EXTRACT(EPOCH FROM now())::DOUBLE PRECISION)",
+            "INSERT INTO oauth_redirect_uri (client_id, uri) VALUES ('byteclub', 'http://127.0.0.1/callback'), ('byteclub', 'http://[::1]/callback')",
+        ]),
     ]
 
     /// Applies the steps the database has not had yet. A database migrated by a newer server

@@ -113,10 +113,13 @@ extension PostgresStore: AccountStore {
         return account
     }
 
-    private func insertToken(_ connection: PostgresConnection, _ token: String, account: Int64, origin: String) async throws {
-        try await connection.run("""
+    /// Stores `token`'s digest for `account`; returns the row's id.
+    @discardableResult
+    func insertToken(_ connection: PostgresConnection, _ token: String, account: Int64, origin: String) async throws -> Int64 {
+        try await connection.row("""
             INSERT INTO access_token (account_id, token_sha256, origin, created_at)
             VALUES (\(account), \(AccessToken.digest(token)), \(origin), \(Date().timeIntervalSince1970))
-            """, logger)
+            RETURNING id
+            """, logger)!.get("id", Int64.self)
     }
 }

@@ -99,9 +99,12 @@ extension SQLiteStore: AccountStore {
         return account
     }
 
-    static func insertToken(_ db: Database, _ token: String, account: Int64, origin: String) throws {
+    /// Stores `token`'s digest for `account`; returns the row's id.
+    @discardableResult
+    static func insertToken(_ db: Database, _ token: String, account: Int64, origin: String) throws -> Int64 {
         var row = AccessToken(id: nil, accountId: account, tokenSha256: AccessToken.digest(token), origin: origin,
                               createdAt: Date().timeIntervalSince1970, revokedAt: nil)
         try row.insert(db)
+        return row.id!
     }
 }

@@ -2,10 +2,11 @@ import Foundation
 import GRDB
 
 /// The embedded ``MetadataStore``: one SQLite database (GRDB, WAL) in the data directory holding
-/// namespaces, accounts and their tokens, file entries, the change journal, images, bins and
-/// chunked uploads. File bodies live in ``BlobStore``; a row is written only after its blob is
-/// durable. Several processes on one machine may open it at once (the server and the
-/// `accounts` subcommands): nothing read from it is cached across requests.
+/// namespaces, accounts and their tokens, OAuth clients, consents and codes, file entries, the
+/// change journal, images, bins and chunked uploads. File bodies live in ``BlobStore``; a row is
+/// written only after its blob is durable. Several processes on one machine may open it at once
+/// (the server, the `accounts` and `clients` subcommands): nothing read from it is cached
+/// across requests.
 final class SQLiteStore: Sendable {
     let pool: DatabasePool
     /// Wakes this process's long-poll waiters when a write to their namespace commits.
@@ -94,6 +95,7 @@ final class SQLiteStore: Sendable {
         }
         migrator.registerMigration("v2", migrate: Self.migrateToNamespaces)
         migrator.registerMigration("v3", migrate: Self.migrateToJournal)
+        migrator.registerMigration("v4", migrate: Self.migrateToOAuth)
         return migrator
     }
 }

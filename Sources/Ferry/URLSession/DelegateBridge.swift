@@ -1,0 +1,109 @@
+import Foundation
+import NIOConcurrencyHelpers
+
+/// Ferry's delegate calls, passed on to a ``URLSession``'s delegate (or a task's own) in
+/// URLSession's names and types, on the session's `delegateQueue`. Each call returns when the
+/// URLSession delegate's method has returned (or called its completion handler), so the order
+/// and the "move the file before returning" rule hold.
+final class DelegateBridge: SessionDelegate {
+    /// The URLSession, held until the session is invalidated.
+    let owner = NIOLockedValueBox<URLSession?>(nil)
+
+    /// The session, the view of `task`, and the delegate to call: the task's own if it has
+    /// one of the kind `P`, else the session's.
+    private func target<P: Sendable>(_ task: SessionTask, _ kind: P.Type) -> (URLSession, URLSessionTask, P)? {
+        guard let urlSession = owner.withLockedValue({ $0 }) else { return nil }
+        let view = urlSession.view(task)
+        guard let delegate = (view.delegate as? P) ?? (urlSession.delegate as? P) else { return nil }
+        return (urlSession, view, delegate)
+    }
+
+    private func call<P: Sendable>(_ task: SessionTask, _ kind: P.Type, _ work: @escaping @Sendable (URLSession, URLSessionTask, P) -> Void) async {
+        guard let (urlSession, view, delegate) = target(task, kind) else { return }
+        await URLSession.run(on: urlSession.delegateQueue) { work(urlSession, view, delegate) }
+    }
+
+    /// A call whose answer comes through a completion handler.
+    private func ask<P: Sendable, Answer: Sendable>(
+        _ task: SessionTask, _ kind: P.Type, otherwise: Answer,
+        _ work: @escaping @Sendable (URLSession, URLSessionTask, P, @escaping @Sendable (Answer) -> Void) -> Void
+    ) async -> Answer {
+        guard let (urlSession, view, delegate) = target(task, kind) else { return otherwise }
+        return await withCheckedContinuation { continuation in
+            let answered = NIOLockedValueBox(false)
+            urlSession.delegateQueue.addOperation {
+                work(urlSession, view, delegate) { answer in
+                    // A completion handler called twice is the app's bug; the first answer counts.
+                    guard !answered.withLockedValue({ done in defer { done = true }; return done }) else { return }
+                    continuation.resume(returning: answer)
+                }
+            }
+        }
+    }
+
+    func session(_ session: Session, dataTask: DataTask, didReceive response: Response) async -> ResponseDisposition {
+        let disposition = await ask(dataTask, (any URLSessionDataDelegate).self, otherwise: URLSession.ResponseDisposition.allow) { s, view, d, answer in
+            d.urlSession(s, dataTask: view as! URLSessionDataTask, didReceive: HTTPURLResponse(response), completionHandler: answer)
+        }
+        // becomeDownload and becomeStream are not supported: the task goes on as a data task.
+        return disposition == .cancel ? .cancel : .allow
+    }
+
+    func session(_ session: Session, dataTask: DataTask, didReceive data: Data) async {
+        await call(dataTask, (any URLSessionDataDelegate).self) { s, view, d in d.urlSession(s, dataTask: view as! URLSessionDataTask, didReceive: data) }
+    }
+
+    func session(_ session: Session, task: SessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64) async {
+        await call(task, (any URLSessionTaskDelegate).self) { s, view, d in
+            d.urlSession(s, task: view, didSendBodyData: bytesSent, totalBytesSent: totalBytesSent, totalBytesExpectedToSend: totalBytesExpectedToSend)
+        }
+    }
+
+    func session(_ session: Session, downloadTask: DownloadTask, didWriteData bytesWritten: Int64, totalBytesWritten: Int64, totalBytesExpectedToWrite: Int64) async {
+        await call(downloadTask, (any URLSessionDownloadDelegate).self) { s, view, d in
+            d.urlSession(s, downloadTask: view as! URLSessionDownloadTask, didWriteData: bytesWritten, totalBytesWritten: totalBytesWritten,
+                         totalBytesExpectedToWrite: totalBytesExpectedToWrite)
+        }
+    }
+
+    func session(_ session: Session, downloadTask: DownloadTask, didResumeAtOffset fileOffset: Int64, expectedTotalBytes: Int64) async {
+        await call(downloadTask, (any URLSessionDownloadDelegate).self) { s, view, d in
+            d.urlSession(s, downloadTask: view as! URLSessionDownloadTask, didResumeAtOffset: fileOffset, expectedTotalBytes: expectedTotalBytes)
+        }
+    }
+
+    func session(_ session: Session, downloadTask: DownloadTask, didFinishDownloadingTo location: URL) async {
+        await call(downloadTask, (any URLSessionDownloadDelegate).self) { s, view, d in
+            d.urlSession(s, downloadTask: view as! URLSessionDownloadTask, didFinishDownloadingTo: location)
+        }
+    }
+
+    func session(_ session: Session, task: SessionTask, willPerformHTTPRedirection response: Response, newRequest request: Request) async -> Request? {
+        let answer = await ask(task, (any URLSessionTaskDelegate).self, otherwise: Optional(URLRequest(request))) { s, view, d, answer in
+            d.urlSession(s, task: view, willPerformHTTPRedirection: HTTPURLResponse(response), newRequest: URLRequest(request), completionHandler: answer)
+        }
+        return answer?.request
+    }
+
+    func session(_ session: Session, task: SessionTask, didCompleteWithError error: FerryError?) async {
+        await call(task, (any URLSessionTaskDelegate).self) { s, view, d in d.urlSession(s, task: view, didCompleteWithError: error.map(URLError.init)) }
+        owner.withLockedValue { $0 }?.forget(task)
+    }
+
+    func session(_ session: Session, taskIsWaitingForConnectivity task: SessionTask) async {
+        await call(task, (any URLSessionTaskDelegate).self) { s, view, d in d.urlSession(s, taskIsWaitingForConnectivity: view) }
+    }
+
+    func session(_ session: Session, didBecomeInvalidWithError error: FerryError?) async {
+        guard let urlSession = owner.withLockedValue({ $0 }) else { return }
+        if let delegate = urlSession.delegate {
+                await URLSession.run(on: urlSession.delegateQueue) { delegate.urlSession(urlSession, didBecomeInvalidWithError: error.map(URLError.init)) }
+        }
+        owner.withLockedValue { $0 = nil }
+    }
+
+    func sessionDidFinishEvents(forBackgroundSession session: Session) async {
+        guard let urlSession = owner.withLockedValue({ $0 }), let delegate = urlSession.delegate else { return }
+        await URLSession.run(on: urlSession.delegateQueue) { delegate.urlSessionDidFinishEvents(forBackgroundURLSession: urlSession) }
+    }
+}

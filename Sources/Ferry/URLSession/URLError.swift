@@ -1,0 +1,63 @@
+public import FerryEngine
+public import Foundation
+
+// URLError itself is Foundation's (its codes, `failingURL`, `NSURLErrorDomain`); what
+// FoundationNetworking adds to it on Linux is here, so code that catches URLErrors ports
+// without that module. (Importing FoundationNetworking too makes these names ambiguous:
+// docs/porting.md.)
+
+/// The `userInfo` key of a failed download's resume data.
+public let NSURLSessionDownloadTaskResumeData = "NSURLSessionDownloadTaskResumeData"
+/// The `userInfo` key of why a background task was cancelled.
+public let NSURLErrorBackgroundTaskCancelledReasonKey = "NSURLErrorBackgroundTaskCancelledReasonKey"
+
+extension URLError {
+    /// Why a background task was cancelled (`NSURLErrorBackgroundTaskCancelledReasonKey`).
+    public enum BackgroundTaskCancelledReason: Int, Sendable {
+        case userForceQuitApplication = 0
+        case backgroundUpdatesDisabled = 1
+        case insufficientSystemResources = 2
+    }
+
+    /// The platform's error for a Ferry error: its code by meaning, the failing URL, a
+    /// download's resume data, and the Ferry error itself under `NSUnderlyingErrorKey`.
+    ///
+    /// ```swift
+    /// catch let error as URLError {
+    ///     if let resumeData = error.downloadTaskResumeData { save(resumeData) }   // continue later
+    /// }
+    /// ```
+    public init(_ error: FerryError) {
+        var info: [String: Any] = [NSLocalizedDescriptionKey: error.message, NSUnderlyingErrorKey: error]
+        if let url = error.failingURL { info[NSURLErrorFailingURLErrorKey] = url }
+        if let resumeData = error.resumeData { info[NSURLSessionDownloadTaskResumeData] = resumeData }
+        self.init(Self.code(for: error.code), userInfo: info)
+    }
+
+    /// The Ferry code's platform twin; codes with no twin are `.unknown`.
+    static func code(for code: FerryError.Code) -> Code {
+        let codes: [FerryError.Code: Code] = [
+            .cancelled: .cancelled, .timedOut: .timedOut, .badURL: .badURL, .unsupportedURL: .unsupportedURL,
+            .cannotConnectToHost: .cannotConnectToHost, .cannotFindHost: .cannotFindHost,
+            .networkConnectionLost: .networkConnectionLost, .badServerResponse: .badServerResponse,
+            .httpTooManyRedirects: .httpTooManyRedirects, .secureConnectionFailed: .secureConnectionFailed,
+            .serverCertificateUntrusted: .serverCertificateUntrusted, .fileDoesNotExist: .fileDoesNotExist,
+            .cannotReadFile: .noPermissionsToReadFile, .cannotWriteToFile: .cannotWriteToFile,
+            .dataLengthExceedsMaximum: .dataLengthExceedsMaximum, .integrityCheckFailed: .cannotDecodeContentData,
+            .cannotDecodeResumeData: .cannotDecodeRawData, .cancelledByDelegate: .cancelled,
+            .backgroundSessionInUseByAnotherProcess: .backgroundSessionInUseByAnotherProcess,
+            .backgroundSessionWasDisconnected: .backgroundSessionWasDisconnected,
+        ]
+        return codes[code] ?? .unknown
+    }
+
+    /// A download's resume data, when it can continue (`cancel(byProducingResumeData:)`, a lost connection).
+    public var downloadTaskResumeData: Data? { userInfo[NSURLSessionDownloadTaskResumeData] as? Data }
+
+    public var backgroundTaskCancelledReason: BackgroundTaskCancelledReason? {
+        (userInfo[NSURLErrorBackgroundTaskCancelledReasonKey] as? Int).flatMap(BackgroundTaskCancelledReason.init(rawValue:))
+    }
+
+    /// The Ferry error this was made from.
+    public var ferryError: FerryError? { userInfo[NSUnderlyingErrorKey] as? FerryError }
+}
