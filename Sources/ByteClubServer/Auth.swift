@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import HTTPTypes
 import Hummingbird
 
@@ -69,9 +68,7 @@ extension ServerState {
     func imagesAccount(_ request: Request) async throws -> (Account, clientID: String) {
         let credentials = Credentials(request: request)
         if let clientID = credentials.clientID {
-            if let account = try await store.pool.read({ db in
-                try Account.filter(Column("client_id") == clientID).fetchOne(db)
-            }) {
+            if let account = try await store.account(clientID: clientID) {
                 return (account, clientID)
             }
             var error = APIError(.forbidden, "Invalid client_id")
@@ -93,15 +90,6 @@ extension ServerState {
     /// Bytes the namespace stores now: its files, and the images its members uploaded. The
     /// quota (`--quota`) is per namespace: a club shares its folder and its room.
     func usedBytes(namespace: Int64) async throws -> Int64 {
-        try await store.pool.read { db in try Store.usedBytes(db, namespace: namespace) }
-    }
-}
-
-extension Store {
-    static func usedBytes(_ db: Database, namespace: Int64) throws -> Int64 {
-        try Int64.fetchOne(db, sql: """
-            SELECT (SELECT COALESCE(SUM(bytes), 0) FROM entry WHERE namespace_id = ?1)
-                 + (SELECT COALESCE(SUM(bytes), 0) FROM image WHERE account_id IN (SELECT id FROM account WHERE namespace_id = ?1))
-            """, arguments: [namespace]) ?? 0
+        try await store.usedBytes(namespace: namespace)
     }
 }

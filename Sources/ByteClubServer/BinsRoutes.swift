@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import HTTPTypes
 import Hummingbird
 import NIOCore
@@ -24,9 +23,7 @@ struct BinsRoutes: Sendable {
     func create(_ request: Request, _ context: ByteClubContext) async throws -> Response {
         let id = ServerState.randomToken(5)
         let now = Date().timeIntervalSince1970
-        try await state.store.pool.write { db in
-            try db.execute(sql: "INSERT INTO bin (id, created) VALUES (?, ?)", arguments: [id, now])
-        }
+        try await state.store.createBin(id: id, created: now)
         let url = "\(state.baseURL)/bins/\(id)"
         context.logger.info("created bin", metadata: ["bin": "\(id)"])
         return try .jsonObject(["id": id, "name": id, "url": url, "inspect_url": url + "?inspect",
@@ -35,7 +32,7 @@ struct BinsRoutes: Sendable {
 
     private func binID(_ context: ByteClubContext) async throws -> String {
         let id = context.parameters.get("id") ?? ""
-        guard try await state.store.pool.read({ db in try Bool.fetchOne(db, sql: "SELECT 1 FROM bin WHERE id = ?", arguments: [id]) }) != nil else {
+        guard try await state.store.binExists(id) else {
             throw APIError(.notFound, "Bin '\(id)' not found")
         }
         return id
@@ -68,22 +65,12 @@ struct BinsRoutes: Sendable {
             headers: headerJSON, body: Data(buffer: body), bodyBytes: total, truncated: total > Int64(body.readableBytes),
             remoteAddr: context.clientAddress, time: Date().timeIntervalSince1970)
         let limit = state.configuration.binRequestLimit
-        let recorded = try await state.store.pool.write { db -> Int64 in
-            var row = row
-            try row.insert(db)
-            try db.execute(sql: """
-                DELETE FROM bin_request WHERE bin_id = ? AND id NOT IN
-                  (SELECT id FROM bin_request WHERE bin_id = ? ORDER BY id DESC LIMIT ?)
-                """, arguments: [id, id, limit])
-            return row.id ?? 0
-        }
+        let recorded = try await state.store.record(row, keep: limit)
         return try .jsonObject(["ok": true, "bin": id, "recorded": recorded])
     }
 
     func requests(_ id: String) async throws -> [BinRequest] {
-        try await state.store.pool.read { db in
-            try BinRequest.filter(Column("bin_id") == id).order(Column("id").desc).fetchAll(db)
-        }
+        try await state.store.requests(bin: id)
     }
 
     func list(_ request: Request, _ context: ByteClubContext) async throws -> Response {

@@ -10,22 +10,46 @@ import Musl
 import Darwin
 #endif
 
-/// File bodies on disk, written atomically: a body goes to `tmp/`, is fsynced, renamed to a
-/// fresh name under `blobs/` (the directory fsynced too), and only then does the caller write
-/// the row that points to it. A crash before the row leaves an orphan blob, removed at the
-/// next start, never a torn file behind a row.
+/// File bodies on disk, written atomically: a body goes to this instance's folder under `tmp/`,
+/// is fsynced, renamed to a fresh name under `blobs/` (the directory fsynced too), and only then
+/// does the caller write the row that points to it. A crash before the row leaves an orphan
+/// blob, removed at a later start, never a torn file behind a row.
+///
+/// Several servers may share the folder (instances on one PostgreSQL database): names are
+/// UUIDs, renames atomic, and each instance writes its temp files in `tmp/<uuid>/`, which it
+/// holds an `flock` on while it runs. The start-up cleaning removes only the temp folders of
+/// instances gone (their lock free) and blobs no row names that are older than
+/// ``orphanAge``: a blob another instance just renamed gets its row within milliseconds.
 final class BlobStore: Sendable {
     let root: String
-    var tmpDir: String { root + "/tmp" }
+    /// This instance's temp folder, `tmp/<uuid>`.
+    let tmpDir: String
     var blobDir: String { root + "/blobs" }
     var chunkDir: String { root + "/chunks" }
     var thumbDir: String { root + "/thumbs" }
+    /// How long an unreferenced blob is left alone (by the time of its last rename or write).
+    static let orphanAge: TimeInterval = 15 * 60
+    /// The open `tmp/<uuid>/lock`, `flock`ed until this store goes (the process ends, or deinit).
+    private let lockFD: Int32
 
     init(root: String) throws {
         self.root = root
-        for dir in [root, tmpDir, blobDir, chunkDir, thumbDir] {
+        tmpDir = root + "/tmp/" + UUID().uuidString.lowercased()
+        for dir in [root, root + "/tmp", tmpDir] + ["blobs", "chunks", "thumbs"].map({ root + "/" + $0 }) {
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         }
+        let fd = open(tmpDir + "/lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw POSIXFailure("open lock", errno) }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            Glibc.close(fd)
+            throw POSIXFailure("flock", errno)
+        }
+        lockFD = fd
+    }
+
+    deinit {
+        Glibc.close(lockFD)
+        try? FileManager.default.removeItem(atPath: tmpDir)
     }
 
     func path(of blob: String) -> String { blobDir + "/" + blob }
@@ -58,19 +82,46 @@ final class BlobStore: Sendable {
         }
     }
 
-    /// Start-up cleaning: unfinished temp files, and blobs no row points to (a crash between
-    /// rename and row). Returns how many files were removed.
+    /// Start-up cleaning: the temp folders of instances no longer running (and loose temp files
+    /// of older versions), and blobs no row points to (a crash between rename and row) older
+    /// than ``orphanAge``. Returns how many files were removed.
     @discardableResult
     func clean(referenced: Set<String>) -> Int {
         var removed = 0
         let fm = FileManager.default
-        for name in (try? fm.contentsOfDirectory(atPath: tmpDir)) ?? [] {
-            if unlink(tmpDir + "/" + name) == 0 { removed += 1 }
+        let tmpRoot = root + "/tmp"
+        for name in (try? fm.contentsOfDirectory(atPath: tmpRoot)) ?? [] where tmpRoot + "/" + name != tmpDir {
+            let path = tmpRoot + "/" + name
+            var isDirectory: ObjCBool = false
+            guard fm.fileExists(atPath: path, isDirectory: &isDirectory) else { continue }
+            if !isDirectory.boolValue {
+                if unlink(path) == 0 { removed += 1 }
+            } else if Self.isAbandoned(path) {
+                removed += ((try? fm.contentsOfDirectory(atPath: path)) ?? []).filter { $0 != "lock" }.count
+                try? fm.removeItem(atPath: path)
+            }
         }
+        let cutoff = Date().timeIntervalSince1970 - Self.orphanAge
         for name in (try? fm.contentsOfDirectory(atPath: blobDir)) ?? [] where !referenced.contains(name) {
+            guard let changed = Self.changeTime(of: path(of: name)), changed < cutoff else { continue }
             if unlink(path(of: name)) == 0 { removed += 1 }
         }
         return removed
+    }
+
+    /// Whether the instance that made temp folder `path` is gone: its lock can be taken.
+    private static func isAbandoned(_ path: String) -> Bool {
+        let fd = open(path + "/lock", O_RDWR | O_CLOEXEC)
+        guard fd >= 0 else { return true }  // no lock file: never fully made
+        defer { Glibc.close(fd) }
+        return flock(fd, LOCK_EX | LOCK_NB) == 0
+    }
+
+    /// The inode's change time (a rename sets it), in seconds since 1970.
+    static func changeTime(of path: String) -> TimeInterval? {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        return TimeInterval(st.st_ctim.tv_sec) + TimeInterval(st.st_ctim.tv_nsec) / 1e9
     }
 
     static func syncDirectory(_ path: String) throws {

@@ -1,48 +1,64 @@
 public import Foundation
+public import Logging
 
-/// The accounts of a data directory, for `byteclub-server accounts …`: add a member to the
+/// The accounts of a byteclub-server, for `byteclub-server accounts …`: add a member to the
 /// club, list the accounts, revoke an account's tokens, issue a fresh token.
 ///
-/// It opens the same SQLite database (WAL) as a running server, which sees each change on its
-/// next request: tokens are looked up per request, never cached.
+/// It opens the same database as the running servers (the data directory's SQLite file, or the
+/// PostgreSQL database they share), which see each change on their next request: tokens are
+/// looked up per request, never cached.
 ///
 /// ```swift
-/// let accounts = try ByteClubAccounts(dataDirectory: "/srv/byteclub", createIfMissing: true)
-/// let alice = try accounts.add(name: "alice")
+/// let accounts = try await ByteClubAccounts(dataDirectory: "/srv/byteclub", createIfMissing: true)
+/// // or: try await ByteClubAccounts(databaseURL: "postgres://byteclub@db.internal/byteclub")
+/// let alice = try await accounts.add(name: "alice")
 /// print(alice.accessToken)
-/// try accounts.revoke(name: "alice")    // her requests now get 401 "…revoked…"
+/// try await accounts.revoke(name: "alice")    // her requests now get 401 "…revoked…"
+/// await accounts.close()
 /// ```
 public struct ByteClubAccounts: Sendable {
-    let store: Store
+    let store: any MetadataStore
 
-    /// Opens the data directory's database. Without `createIfMissing`, a directory that holds
-    /// no database yet is an error (a mistyped `--data-dir` is not silently made anew).
-    public init(dataDirectory: String, createIfMissing: Bool = false) throws {
-        store = try Store.open(dataDirectory: dataDirectory, createIfMissing: createIfMissing)
+    /// Opens the data directory's SQLite database. Without `createIfMissing`, a directory that
+    /// holds no database yet is an error (a mistyped `--data-dir` is not silently made anew).
+    public init(dataDirectory: String, createIfMissing: Bool = false) async throws {
+        store = try await StoreLocation.dataDirectory(dataDirectory, createIfMissing: createIfMissing)
+            .open(logger: Logger(label: "byteclub-accounts"))
+    }
+
+    /// Opens (and migrates, if it is new) the PostgreSQL database at `databaseURL`
+    /// (`postgres://user:password@host:port/database`), with one pooled connection.
+    public init(databaseURL: String, logger: Logger = Logger(label: "byteclub-accounts")) async throws {
+        store = try await StoreLocation.postgres(try DatabaseURL(databaseURL), poolSize: 1).open(logger: logger)
     }
 
     /// Creates a member of the club (the development account's shared folder, created first if
     /// needed) with a new access token, printed once: only its SHA-256 is kept.
-    public func add(name: String) throws -> Credentials {
-        let (account, token) = try store.addMember(name: name)
+    public func add(name: String) async throws -> Credentials {
+        let (account, token) = try await store.addMember(name: name)
         return Credentials(name: account.name, appKey: account.appKey, appSecret: account.appSecret,
                            accessToken: token, clientID: account.clientId)
     }
 
     /// Every account, oldest first, with how many of its tokens are valid and revoked.
-    public func list() throws -> [AccountSummary] {
-        try store.accountSummaries()
+    public func list() async throws -> [AccountSummary] {
+        try await store.accountSummaries()
     }
 
     /// Revokes every valid token of the account; returns how many there were.
     @discardableResult
-    public func revoke(name: String) throws -> Int {
-        try store.revokeTokens(name: name)
+    public func revoke(name: String) async throws -> Int {
+        try await store.revokeTokens(name: name)
     }
 
     /// Issues one more token for the account and returns it (shown once, stored as a digest).
-    public func issueToken(name: String) throws -> String {
-        try store.issueToken(name: name)
+    public func issueToken(name: String) async throws -> String {
+        try await store.issueToken(name: name)
+    }
+
+    /// Closes the database connection.
+    public func close() async {
+        await store.close()
     }
 
     /// What a member needs to sign in: the club's app key and secret, its token and Client-ID.
@@ -57,23 +73,6 @@ public struct ByteClubAccounts: Sendable {
         public var accessToken: String
         /// `Client-ID` for the images API (the account's own).
         public var clientID: String
-    }
-}
-
-extension Store {
-    /// The database of a data directory, for the command-line tools. Without
-    /// `createIfMissing`, a directory that holds no database yet is an error (a mistyped
-    /// `--data-dir` is not silently made anew).
-    static func open(dataDirectory: String, createIfMissing: Bool) throws -> Store {
-        let path = dataDirectory + "/byteclub.sqlite"
-        if !FileManager.default.fileExists(atPath: path) {
-            guard createIfMissing else {
-                throw AccountError("No byteclub-server data in \(dataDirectory) (no byteclub.sqlite): start the server there first")
-            }
-            try FileManager.default.createDirectory(
-                atPath: dataDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        }
-        return try Store(path: path)
     }
 }
 

@@ -14,7 +14,7 @@ public import ServiceLifecycle
 /// ```swift
 /// var configuration = ByteClubConfiguration()
 /// configuration.port = 0
-/// let server = try ByteClubServer(configuration: configuration)
+/// let server = try await ByteClubServer(configuration: configuration)
 /// print(server.devAccount.accessToken)
 /// try await server.run { port in print("listening on \(port)") }
 /// ```
@@ -42,17 +42,31 @@ public struct ByteClubServer: Sendable {
     public let devAccount: DevAccount
     /// Files a crash had left behind and this start removed (unfinished temp files, orphan blobs).
     public let cleanedFiles: Int
+    /// The PostgreSQL database in use, as `postgres://user@host:port/db` (never its password);
+    /// `nil` with the data directory's SQLite.
+    public var databaseDescription: String? {
+        if case .postgres(let url, _) = try? StoreLocation(configuration) { return url.description }
+        return nil
+    }
     let state: ServerState
     let logger: Logger
 
-    /// Opens the data directory, migrates the database, cleans what a crash left, and makes sure
-    /// the development account exists.
-    public init(configuration: ByteClubConfiguration, logger: Logger = Logger(label: "byteclub")) throws {
+    /// Opens the data directory and the database (migrating it), cleans what a crash left, and
+    /// makes sure the development account exists. ``run(handleSignals:onListening:)`` closes
+    /// the database when it returns; a server never run is closed with ``close()``.
+    public init(configuration: ByteClubConfiguration, logger: Logger = Logger(label: "byteclub")) async throws {
         self.configuration = configuration
         self.logger = logger
-        state = try ServerState(configuration: configuration, logger: logger)
-        cleanedFiles = try state.cleanOrphans()
-        let (account, created, tokenActive) = try state.store.ensureDevAccount(wanted: configuration.devCredentials)
+        let state = try await ServerState(configuration: configuration, logger: logger)
+        self.state = state
+        let account: Account, created: Bool, tokenActive: Bool
+        do {
+            cleanedFiles = try await state.cleanOrphans()
+            (account, created, tokenActive) = try await state.store.ensureDevAccount(wanted: configuration.devCredentials)
+        } catch {
+            await state.store.close()
+            throw error
+        }
         devAccount = DevAccount(appKey: account.appKey, appSecret: account.appSecret, accessToken: account.devAccessToken ?? "",
                                 accessTokenRevoked: !tokenActive, clientID: account.clientId, created: created)
         if !Vips.start() { logger.warning("libvips did not start: images get no dimensions or thumbnails") }
@@ -64,13 +78,32 @@ public struct ByteClubServer: Sendable {
     /// (their unfinished uploads are discarded) and returns.
     /// - Parameter onListening: Called once with the bound port (useful with port `0`).
     public func run(handleSignals: Bool = false, onListening: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
-        if handleSignals {
-            let group = ServiceGroup(configuration: .init(
-                services: [makeService(onListening: onListening)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
-            try await group.run()
-        } else {
-            try await makeApplication(connections: OpenConnections(), onListening: onListening).run()
+        do {
+            if handleSignals {
+                let group = ServiceGroup(configuration: .init(
+                    services: [makeService(onListening: onListening)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+                try await group.run()
+            } else {
+                try await makeApplication(connections: OpenConnections(), onListening: onListening).run()
+            }
+        } catch {
+            await close()
+            throw error
         }
+        await close()
+    }
+
+    /// Closes the database (PostgreSQL: every pooled connection). ``run(handleSignals:onListening:)``
+    /// calls it on return; call it yourself after running ``makeService(onListening:)`` in your
+    /// own `ServiceGroup`, or for a server never run.
+    ///
+    /// ```swift
+    /// let server = try await ByteClubServer(configuration: configuration)
+    /// try await ServiceGroup(services: [server.makeService()], logger: logger).run()
+    /// await server.close()
+    /// ```
+    public func close() async {
+        await state.store.close()
     }
 
     /// The server as a swift-service-lifecycle `Service`, to run in your own `ServiceGroup`; its

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import Hummingbird
 
 /// Dropbox v1's `PUT /1/chunked_upload?upload_id=&offset=` and
@@ -30,11 +29,7 @@ struct ChunkedUploadRoutes: Sendable {
         let id: String
         var expires = Date().timeIntervalSince1970 + Self.lifetime
         if let given = query["upload_id"].map(String.init) {
-            // Rows are not Sendable: read the columns inside, so the read runs off this thread.
-            guard let (current, storedExpiry) = try await state.store.pool.read({ db in
-                try Row.fetchOne(db, sql: "SELECT \"offset\", expires FROM chunked_upload WHERE id = ? AND account_id = ?", arguments: [given, accountID])
-                    .map { ($0["offset"] as Int64, $0["expires"] as Double) }
-            }) else {
+            guard let (current, storedExpiry) = try await state.store.chunkedUpload(id: given, account: accountID) else {
                 throw APIError(.notFound, "Upload '\(given)' not found or expired")
             }
             expires = storedExpiry
@@ -47,11 +42,7 @@ struct ChunkedUploadRoutes: Sendable {
         } else {
             guard offset == 0 else { throw APIError.badParameter("offset", "a new upload starts at 0") }
             id = ServerState.randomToken(12)
-            let expiry = expires
-            try await state.store.pool.write { db in
-                try db.execute(sql: "INSERT INTO chunked_upload (id, account_id, \"offset\", expires) VALUES (?, ?, 0, ?)",
-                               arguments: [id, accountID, expiry])
-            }
+            try await state.store.createChunkedUpload(id: id, account: accountID, expires: expires)
         }
         // Bytes past the acknowledged offset (an interrupted chunk) are dropped first.
         if BlobStore.size(of: state.blobs.chunkPath(of: id)) ?? 0 > offset {
@@ -70,9 +61,7 @@ struct ChunkedUploadRoutes: Sendable {
             throw error
         }
         let newOffset = file.bytesWritten
-        try await state.store.pool.write { db in
-            try db.execute(sql: "UPDATE chunked_upload SET \"offset\" = ? WHERE id = ?", arguments: [newOffset, id])
-        }
+        try await state.store.setChunkedUploadOffset(id: id, offset: newOffset)
         return try .jsonObject(status(id: id, offset: newOffset, expires: expires))
     }
 
@@ -83,9 +72,7 @@ struct ChunkedUploadRoutes: Sendable {
         let parameters = try await state.parameters(request)
         guard let id = parameters["upload_id"] else { throw APIError.badParameter("upload_id", "missing") }
         let mode = try WriteMode(parameters)
-        guard let offset = try await state.store.pool.read({ db in
-            try Int64.fetchOne(db, sql: "SELECT \"offset\" FROM chunked_upload WHERE id = ? AND account_id = ?", arguments: [id, accountID])
-        }) else {
+        guard let (offset, _) = try await state.store.chunkedUpload(id: id, account: accountID) else {
             throw APIError(.notFound, "Upload '\(id)' not found or expired")
         }
         let chunkPath = state.blobs.chunkPath(of: id)
@@ -94,9 +81,7 @@ struct ChunkedUploadRoutes: Sendable {
         }
         truncate(chunkPath, off_t(offset))
         let blob = try state.blobs.adopt(path: chunkPath)
-        try await state.store.pool.write { db in
-            try db.execute(sql: "DELETE FROM chunked_upload WHERE id = ?", arguments: [id])
-        }
+        try await state.store.removeChunkedUpload(id: id)
         return try await FilesRoutes(state: state).commit(
             blob: blob, bytes: offset, account: account, root: root, path: path, mode: mode, context: context)
     }

@@ -18,8 +18,16 @@ public struct ByteClubConfiguration: Sendable {
     public var port: Int = 8080
     /// Base URL put into links (image `link`, bin URLs). `nil`: `http://host:port` as bound.
     public var publicURL: String? = nil
-    /// Directory for the SQLite database and the files; created `0700` when missing.
+    /// Directory for the SQLite database and the files; created `0700` when missing. With
+    /// ``databaseURL`` only the files (`files/`) are kept here: instances sharing a database
+    /// share this directory too.
     public var dataDirectory: String = ByteClubConfiguration.defaultDataDirectory()
+    /// A PostgreSQL database for the metadata instead of the data directory's SQLite file:
+    /// `postgres://user:password@host:5432/database` (see docs/byteclub-server.md). Several
+    /// servers may share it (and one data directory); `nil`: SQLite.
+    public var databaseURL: String? = nil
+    /// Connections each server keeps to PostgreSQL at most (with ``databaseURL``).
+    public var databasePoolSize: Int = 10
     /// Largest request body accepted anywhere (files_put, chunks, resumable uploads).
     public var maxBodyBytes: Int64 = 8 << 30
     /// Largest image accepted by the images API (Imgur's own limit was 20 MB).

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import HTTPTypes
 import Hummingbird
 import NIOCore
@@ -107,7 +106,7 @@ struct ImagesRoutes: Sendable {
             mimeType: mime, width: width, height: height, bytes: Int64(bytes.count),
             datetime: Int64(Date().timeIntervalSince1970), blob: blob)
         do {
-            try await state.store.pool.write { db in try record.insert(db) }
+            try await state.store.insertImage(record)
         } catch {
             state.blobs.remove(blob: blob)
             throw error
@@ -132,7 +131,7 @@ struct ImagesRoutes: Sendable {
     func show(_ request: Request, _ context: ByteClubContext) async throws -> Response {
         let (account, headers) = try await admit(request, context)
         let id = context.parameters.get("id") ?? ""
-        guard let record = try await state.store.pool.read({ db in try ImageRecord.fetchOne(db, key: id) }) else {
+        guard let record = try await state.store.image(id: id) else {
             throw imgurError(.notFound, "Unable to find an image with the id '\(id)'", headers)
         }
         return try envelope(object(record, owner: record.accountId == account.id), headers: headers)
@@ -142,13 +141,7 @@ struct ImagesRoutes: Sendable {
         let (account, headers) = try await admit(request, context)
         let key = context.parameters.get("id") ?? ""
         let accountID = account.id!
-        let removed = try await state.store.pool.write { db -> ImageRecord? in
-            let record = try ImageRecord.filter(Column("deletehash") == key).fetchOne(db)
-                ?? ImageRecord.filter(Column("id") == key && Column("account_id") == accountID).fetchOne(db)
-            if let record { try record.delete(db) }
-            return record
-        }
-        guard let removed else { throw imgurError(.notFound, "Unable to find an image with the deletehash '\(key)'", headers) }
+        guard let removed = try await state.store.deleteImage(key: key, account: accountID) else { throw imgurError(.notFound, "Unable to find an image with the deletehash '\(key)'", headers) }
         state.blobs.remove(blob: removed.blob)
         return try envelope(true, headers: headers)
     }
@@ -160,14 +153,14 @@ struct ImagesRoutes: Sendable {
         let file = context.parameters.get("file") ?? ""
         let name = String(file.prefix { $0 != "." })
         let ext = file.dropFirst(name.count + 1).lowercased()
-        if let record = try await state.store.pool.read({ db in try ImageRecord.fetchOne(db, key: name) }) {
+        if let record = try await state.store.image(id: name) {
             let serving = FileServing(
                 path: state.blobs.path(of: record.blob), size: record.bytes, etag: "\"\(record.id)\"",
                 modified: Double(record.datetime), contentType: record.mimeType)
             return try await serving.response(request, context: context, fileIO: state.fileIO)
         }
         guard let letter = name.last, let side = Self.thumbnailSizes[letter],
-              let record = try await state.store.pool.read({ db in try ImageRecord.fetchOne(db, key: String(name.dropLast())) })
+              let record = try await state.store.image(id: String(name.dropLast()))
         else {
             throw APIError(.notFound, "Image '\(name)' not found")
         }

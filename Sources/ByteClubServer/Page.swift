@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import HTTPTypes
 import Hummingbird
 import NIOCore
@@ -36,17 +35,10 @@ struct PageRoutes: Sendable {
             return Page.html(html)
         }
         html += "<p>Signed in as <b>\(Page.escape(account.name))</b> · <a href=/signout>sign out</a></p></header>"
-        let (notes, photos, images, bins) = try await state.store.pool.read { db in
-            let files = try Entry.filter(Entry.Columns.namespaceId == account.namespaceId && Entry.Columns.isDir == false)
-                .order(Entry.Columns.pathLower).limit(500).fetchAll(db)
-            let images = try ImageRecord.filter(Column("account_id") == accountID).order(Column("datetime").desc).limit(100).fetchAll(db)
-            // Rows are not Sendable: read the two columns here, so the read runs off this thread.
-            let bins = try Row.fetchAll(db, sql: """
-                SELECT bin.id AS id, bin.created AS created, COUNT(bin_request.id) AS count
-                FROM bin LEFT JOIN bin_request ON bin_request.bin_id = bin.id GROUP BY bin.id ORDER BY bin.created DESC LIMIT 50
-                """).map { (id: $0["id"] as String, count: $0["count"] as Int) }
-            return (files.filter { !Metadata.thumbnailable($0.pathDisplay) }, files.filter { Metadata.thumbnailable($0.pathDisplay) }, images, bins)
-        }
+        let files = try await state.store.files(account.namespaceId, limit: 500)
+        let (notes, photos) = (files.filter { !Metadata.thumbnailable($0.pathDisplay) }, files.filter { Metadata.thumbnailable($0.pathDisplay) })
+        let images = try await state.store.images(account: accountID, limit: 100)
+        let bins = try await state.store.binSummaries(limit: 50)
         html += "<h2>Notes</h2>"
         if notes.isEmpty { html += "<p class=empty>No notes yet.</p>" }
         for note in notes.prefix(50) {
@@ -71,7 +63,8 @@ struct PageRoutes: Sendable {
         html += "</div><h2>Request bins</h2>"
         if bins.isEmpty { html += "<p class=empty>No bins. <code>curl -X POST \(Page.escape(state.baseURL))/bins</code></p>" }
         html += "<ul class=bins>"
-        for (id, count) in bins {
+        for bin in bins {
+            let (id, count) = (bin.id, bin.count)
             html += "<li><a href=\"/bins/\(Page.escape(id))?inspect\">\(Page.escape(id))</a> · \(count) request(s)</li>"
         }
         html += "</ul></body></html>"

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import Hummingbird
 import Logging
 import Synchronization
@@ -8,7 +7,7 @@ import Synchronization
 /// (rate limits, injected faults). One per running server.
 final class ServerState: Sendable {
     let configuration: ByteClubConfiguration
-    let store: Store
+    let store: any MetadataStore
     let blobs: BlobStore
     let fileIO = FileIO()
     let logger: Logger
@@ -18,13 +17,13 @@ final class ServerState: Sendable {
     let closedInputs = ClosedInputs()
     private let boundURL = Mutex<String?>(nil)
 
-    init(configuration: ByteClubConfiguration, logger: Logger) throws {
+    init(configuration: ByteClubConfiguration, logger: Logger) async throws {
         self.configuration = configuration
         self.logger = logger
         try FileManager.default.createDirectory(
             atPath: configuration.dataDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        store = try Store(path: configuration.dataDirectory + "/byteclub.sqlite", longPollWaiterLimit: configuration.longPollWaiterLimit)
         blobs = try BlobStore(root: configuration.dataDirectory + "/files")
+        store = try await StoreLocation(configuration).open(longPollWaiterLimit: configuration.longPollWaiterLimit, logger: logger)
         rateLimiter = RateLimiter(clientLimit: configuration.clientRateLimit, userLimit: configuration.userRateLimit,
                                   window: configuration.rateLimitWindow)
         faults = FaultState(configuration.faults)
@@ -42,11 +41,8 @@ final class ServerState: Sendable {
     }
 
     /// Start-up cleaning of files a crash left behind (see ``BlobStore/clean(referenced:)``).
-    func cleanOrphans() throws -> Int {
-        let referenced = try store.pool.read { db in
-            Set(try String.fetchAll(db, sql: "SELECT blob FROM entry WHERE blob IS NOT NULL UNION SELECT blob FROM image"))
-        }
-        return blobs.clean(referenced: referenced)
+    func cleanOrphans() async throws -> Int {
+        blobs.clean(referenced: try await store.referencedBlobs())
     }
 
     /// Lower-case letters and digits from the system's secure generator.

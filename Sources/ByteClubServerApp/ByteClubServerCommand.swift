@@ -29,7 +29,10 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(help: "Address to bind.") var host: String?
     @Option(help: "TCP port (0: any free port).") var port: Int?
-    @Option(name: .customLong("data-dir"), help: "Directory for the database and files.") var dataDir: String?
+    @Option(name: .customLong("data-dir"), help: "Directory for the database and files (with --database-url: the files only).") var dataDir: String?
+    @Option(name: .customLong("database-url"), help: "Keep the metadata in PostgreSQL (postgres://user:password@host:port/db), shareable by several instances.")
+    var databaseURL: String?
+    @Option(name: .customLong("database-pool-size"), help: "Connections to PostgreSQL at most (default 10).") var databasePoolSize: Int?
     @Option(name: .customLong("public-url"), help: "Base URL put in links (default: the bound address).") var publicURL: String?
     @Option(help: "Bytes each namespace (a club's shared folder) may store (507 past it).") var quota: Int64?
     @Option(name: .customLong("max-body"), help: "Largest request body in bytes.") var maxBody: Int64?
@@ -63,6 +66,7 @@ struct ServeCommand: AsyncParsableCommand {
         if let port, !(0...65535).contains(port) { throw ValidationError("--port must be 0...65535") }
         if let longPollLimit, longPollLimit < 1 { throw ValidationError("--longpoll-limit must be at least 1") }
         if let shutdownGrace, !(0...3600).contains(shutdownGrace) { throw ValidationError("--shutdown-grace must be 0...3600 seconds") }
+        if let databasePoolSize, !(1...200).contains(databasePoolSize) { throw ValidationError("--database-pool-size must be 1...200") }
         if let oauthCodeLifetime, !(0...600).contains(oauthCodeLifetime) { throw ValidationError("--oauth-code-lifetime must be 0...600 seconds") }
     }
 
@@ -80,6 +84,8 @@ struct ServeCommand: AsyncParsableCommand {
         if let v = pick(host, "HOST") { configuration.host = v }
         if let v = pick(port, "PORT") { configuration.port = v }
         if let v = pick(dataDir, "DATA_DIR") { configuration.dataDirectory = v }
+        configuration.databaseURL = pick(databaseURL, "DATABASE_URL")
+        if let v = pick(databasePoolSize, "DATABASE_POOL_SIZE") { configuration.databasePoolSize = v }
         configuration.publicURL = pick(publicURL, "PUBLIC_URL")
         if let v = pick(quota, "QUOTA") { configuration.quotaBytes = v }
         if let v = pick(maxBody, "MAX_BODY") { configuration.maxBodyBytes = v }
@@ -108,10 +114,16 @@ struct ServeCommand: AsyncParsableCommand {
         if faults != FaultInjection() { configuration.faults = faults }
 
         let logger = Logger(label: "byteclub")
-        let server = try ByteClubServer(configuration: configuration, logger: logger)
+        // A bad or unreachable database URL is an error naming it (never its password): ArgumentParser
+        // prints "Error: …" and exits 1.
+        let server = try await ByteClubServer(configuration: configuration, logger: logger)
         let account = server.devAccount
         if server.cleanedFiles > 0 { logger.notice("removed \(server.cleanedFiles) file(s) an interrupted run left behind") }
-        say("byteclub-server: data in \(configuration.dataDirectory)")
+        if let url = server.databaseDescription {
+            say("byteclub-server: metadata in \(url), files in \(configuration.dataDirectory)/files")
+        } else {
+            say("byteclub-server: data in \(configuration.dataDirectory)")
+        }
         say(account.created ? "Created the development account. Its credentials:" : "Development account:")
         say(credentialLines(appKey: account.appKey, appSecret: account.appSecret, accessToken: account.accessToken, clientID: account.clientID))
         if account.accessTokenRevoked {

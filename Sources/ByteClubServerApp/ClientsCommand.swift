@@ -3,15 +3,16 @@ import ByteClubServer
 import Foundation
 
 /// `byteclub-server clients …`: the OAuth clients whose members may sign in through
-/// `/oauth2/authorize`, on the data directory's database (safe while a server runs on it).
-struct ClientsCommand: ParsableCommand {
+/// `/oauth2/authorize`, on the servers' database (the data directory's SQLite file, or
+/// `--database-url`'s PostgreSQL); safe while servers run on it.
+struct ClientsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "clients",
         abstract: "Register and list the OAuth clients (apps) members may sign in to with a browser.",
         discussion: "The Byte Club app (client id `byteclub`, loopback redirects) is registered already.",
         subcommands: [Add.self, List.self])
 
-    struct Add: ParsableCommand {
+    struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Register a public client with its redirect URIs, or add redirect URIs to one.")
         @Argument(help: "The client_id (letters, digits, '.', '_', '-').") var id: String
@@ -20,21 +21,22 @@ struct ClientsCommand: ParsableCommand {
                 help: "Redirect URIs; http://127.0.0.1/… and http://[::1]/… match on any port.") var redirects: [String] = []
         @OptionGroup var data: AccountsCommand.DataDirectory
 
-        func run() throws {
-            let client = try ByteClubClients(dataDirectory: data.path).add(id: id, name: name, redirectURIs: redirects)
+        func run() async throws {
+            let client = try await data.withClients { try await $0.add(id: id, name: name, redirectURIs: redirects) }
             say("Client \(client.id) (\(client.name)) redirects to:")
             for uri in client.redirectURIs { say("  \(uri)") }
         }
     }
 
-    struct List: ParsableCommand {
+    struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List the clients: id, name, registered, redirect URIs.")
         @OptionGroup var data: AccountsCommand.DataDirectory
 
-        func run() throws {
+        func run() async throws {
+            let clients = try await data.withClients { try await $0.list() }
             let formatter = ISO8601DateFormatter()
             say("ID\tNAME\tREGISTERED\tREDIRECT URIS")
-            for client in try ByteClubClients(dataDirectory: data.path).list() {
+            for client in clients {
                 say("\(client.id)\t\(client.name)\t\(formatter.string(from: client.created))\t\(client.redirectURIs.joined(separator: " "))")
             }
         }

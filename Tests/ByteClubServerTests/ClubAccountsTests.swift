@@ -4,11 +4,11 @@ import Testing
 /// Several members in one club: accounts made with the real `byteclub-server accounts`
 /// subcommands against the data directory of a running server, one shared folder, who wrote
 /// what (`modifier`), and revoked tokens.
-@Suite("Club accounts and the shared folder", .serialized)
+@Suite("Club accounts and the shared folder", .serialized, .postgres)
 struct ClubAccountsTests {
-    @Test func membersSeeEachOthersFilesWithTheirModifier() async throws {
-        try await TestServer.with { server in
-            let alice = server.signedIn(as: try await ClubCLI.add("alice", dataDirectory: server.dataDirectory).token)
+    @Test(arguments: Backend.allCases) func membersSeeEachOthersFilesWithTheirModifier(backend: Backend) async throws {
+        try await TestServer.with(backend: backend) { server in
+            let alice = server.signedIn(as: try await ClubCLI.add("alice", to: server).token)
 
             let note = try await server.put("/1/files_put/dropbox/byteclub/welcome.txt", Array("hello club".utf8))
             #expect(note.status == 200)
@@ -36,7 +36,7 @@ struct ClubAccountsTests {
             let rewritten = try await server.get("/1/metadata/dropbox/byteclub/welcome.txt")
             #expect((rewritten.object["modifier"] as? [String: Any])?["display_name"] as? String == "alice")
 
-            let list = try await ClubCLI.run(["list"], dataDirectory: server.dataDirectory)
+            let list = try await ClubCLI.run(["list"], on: server)
             #expect(list.status == 0)
             let lines = list.output.split(separator: "\n").map(String.init)
             #expect(lines.contains { $0.hasPrefix("dev\t") && $0.contains("club") && $0.contains("1 active, 0 revoked") && $0.contains("development account") })
@@ -45,12 +45,12 @@ struct ClubAccountsTests {
         }
     }
 
-    @Test func revokedTokensGet401SayingSoWhileTheServerRuns() async throws {
-        try await TestServer.with { server in
-            let bob = server.signedIn(as: try await ClubCLI.add("bob", dataDirectory: server.dataDirectory).token)
+    @Test(arguments: Backend.allCases) func revokedTokensGet401SayingSoWhileTheServerRuns(backend: Backend) async throws {
+        try await TestServer.with(backend: backend) { server in
+            let bob = server.signedIn(as: try await ClubCLI.add("bob", to: server).token)
             #expect(try await bob.get("/1/metadata/dropbox").status == 200)
 
-            let revoke = try await ClubCLI.run(["revoke", "bob"], dataDirectory: server.dataDirectory)
+            let revoke = try await ClubCLI.run(["revoke", "bob"], on: server)
             #expect(revoke.status == 0)
             #expect(revoke.output.contains("Revoked 1 token of bob"))
             let refused = try await bob.get("/1/metadata/dropbox")
@@ -67,29 +67,29 @@ struct ClubAccountsTests {
             #expect(unknown.object["error"] as? String == "Invalid or expired access token")
 
             // A fresh token works; the revoked one stays revoked; the development account is untouched.
-            let fresh = try await ClubCLI.run(["token", "bob"], dataDirectory: server.dataDirectory)
+            let fresh = try await ClubCLI.run(["token", "bob"], on: server)
             let token = try #require(fresh.value(of: "BYTECLUB_ACCESS_TOKEN"))
             #expect(try await server.signedIn(as: token).put("/1/files_put/dropbox/byteclub/back.txt", [2]).status == 200)
             #expect(try await bob.get("/1/metadata/dropbox").status == 401)
             #expect(try await server.get("/1/metadata/dropbox/byteclub/back.txt").status == 200)
 
-            let list = try await ClubCLI.run(["list"], dataDirectory: server.dataDirectory)
+            let list = try await ClubCLI.run(["list"], on: server)
             #expect(list.output.split(separator: "\n").contains { $0.hasPrefix("bob\t") && $0.contains("1 active, 1 revoked") })
         }
     }
 
     @Test func accountsSubcommandsRefuseWhatTheyCannotDo() async throws {
         try await TestServer.with { server in
-            _ = try await ClubCLI.add("carol", dataDirectory: server.dataDirectory)
-            let again = try await ClubCLI.run(["add", "carol"], dataDirectory: server.dataDirectory)
+            _ = try await ClubCLI.add("carol", to: server)
+            let again = try await ClubCLI.run(["add", "carol"], on: server)
             #expect(again.status != 0)
             #expect(again.errors.contains("An account named 'carol' already exists"))
-            let dev = try await ClubCLI.run(["add", "dev"], dataDirectory: server.dataDirectory)
+            let dev = try await ClubCLI.run(["add", "dev"], on: server)
             #expect(dev.status != 0)
-            let badName = try await ClubCLI.run(["add", "../x"], dataDirectory: server.dataDirectory)
+            let badName = try await ClubCLI.run(["add", "../x"], on: server)
             #expect(badName.status != 0)
             #expect(badName.errors.contains("letters, digits"))
-            let unknown = try await ClubCLI.run(["revoke", "nobody"], dataDirectory: server.dataDirectory)
+            let unknown = try await ClubCLI.run(["revoke", "nobody"], on: server)
             #expect(unknown.status != 0)
             #expect(unknown.errors.contains("No account named 'nobody'"))
             let missing = try await ClubCLI.run(["list"], dataDirectory: server.dataDirectory + "/not-there")

@@ -1,8 +1,9 @@
 import FerryTestSupport
 import Foundation
 
-/// `byteclub-server accounts …` (or `clients …`) run as a process against a data directory, as an operator
-/// would while the server runs; bounded (10 s, then SIGKILL and a failure saying so).
+/// `byteclub-server accounts …` (or `clients …`) run as a process against a data directory's
+/// database (or `--database-url`'s), as an operator would while the server runs; bounded
+/// (10 s, then SIGKILL and a failure saying so).
 enum ClubCLI {
     struct Result: Sendable {
         let status: Int32
@@ -16,7 +17,10 @@ enum ClubCLI {
         }
     }
 
-    static func run(_ arguments: [String], dataDirectory: String, command: String = "accounts") async throws -> Result {
+    /// Runs `COMMAND ARGUMENTS` (`accounts` or `clients`) on `dataDirectory`'s SQLite, or with
+    /// `databaseURL` on that PostgreSQL.
+    static func run(_ arguments: [String], dataDirectory: String, databaseURL: String? = nil,
+                    command: String = "accounts") async throws -> Result {
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("byteclub-cli-\(UUID().uuidString.prefix(8))").path
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: scratch) }
@@ -25,7 +29,7 @@ enum ClubCLI {
         _ = FileManager.default.createFile(atPath: err, contents: nil)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try BuiltProducts.path(of: "byteclub-server"))
-        process.arguments = [command] + arguments + ["--data-dir", dataDirectory]
+        process.arguments = [command] + arguments + ["--data-dir", dataDirectory] + (databaseURL.map { ["--database-url", $0] } ?? [])
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: err))
         try process.run()
@@ -40,8 +44,8 @@ enum ClubCLI {
     }
 
     /// `accounts add NAME`; fails unless it succeeded and printed a token.
-    static func add(_ name: String, dataDirectory: String) async throws -> (token: String, clientID: String) {
-        let result = try await run(["add", name], dataDirectory: dataDirectory)
+    static func add(_ name: String, dataDirectory: String, databaseURL: String? = nil) async throws -> (token: String, clientID: String) {
+        let result = try await run(["add", name], dataDirectory: dataDirectory, databaseURL: databaseURL)
         guard result.status == 0, let token = result.value(of: "BYTECLUB_ACCESS_TOKEN"), let clientID = result.value(of: "BYTECLUB_CLIENT_ID") else {
             throw TestFailure("accounts add \(name) failed (\(result.status)): \(result.output) \(result.errors)")
         }
@@ -49,9 +53,22 @@ enum ClubCLI {
     }
 }
 
+extension ClubCLI {
+    /// `accounts ARGUMENTS` (or `clients …`) on `server`'s database, whichever store it uses.
+    static func run(_ arguments: [String], on server: TestServer, command: String = "accounts") async throws -> Result {
+        try await run(arguments, dataDirectory: server.dataDirectory, databaseURL: server.databaseURL, command: command)
+    }
+
+    /// `accounts add NAME` on `server`'s database.
+    static func add(_ name: String, to server: TestServer) async throws -> (token: String, clientID: String) {
+        try await add(name, dataDirectory: server.dataDirectory, databaseURL: server.databaseURL)
+    }
+}
+
 extension TestServer {
     /// The same server, with requests signed by another account's token.
     func signedIn(as token: String) -> TestServer {
-        TestServer(base: base, port: port, token: token, clientID: clientID, appKey: appKey, dataDirectory: dataDirectory)
+        TestServer(base: base, port: port, token: token, clientID: clientID, appKey: appKey, dataDirectory: dataDirectory,
+                   databaseURL: databaseURL)
     }
 }

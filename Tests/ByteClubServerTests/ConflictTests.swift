@@ -4,11 +4,11 @@ import Testing
 /// Dropbox v1's `parent_rev` on `files_put` and `commit_chunked_upload`: the latest rev
 /// replaces, a stale one keeps the body as "name (<member>'s conflicted copy).ext", and two
 /// members saving the same note at once from the same rev get one replacement and one copy.
-@Suite("Revisions and conflicted copies")
+@Suite("Revisions and conflicted copies", .postgres)
 struct ConflictTests {
-    @Test func currentParentRevReplacesAndAStaleOneMakesAConflictedCopy() async throws {
-        try await TestServer.with { server in
-            let alice = server.signedIn(as: try await ClubCLI.add("alice", dataDirectory: server.dataDirectory).token)
+    @Test(arguments: Backend.allCases) func currentParentRevReplacesAndAStaleOneMakesAConflictedCopy(backend: Backend) async throws {
+        try await TestServer.with(backend: backend) { server in
+            let alice = server.signedIn(as: try await ClubCLI.add("alice", to: server).token)
             let first = try await server.put("/1/files_put/dropbox/byteclub/note.txt", Array("v1".utf8))
             let rev1 = try #require(first.object["rev"] as? String)
 
@@ -47,9 +47,9 @@ struct ConflictTests {
         }
     }
 
-    @Test func twoMembersSavingAtOnceFromTheSameRevGetOneFileAndOneConflictedCopy() async throws {
-        try await TestServer.with { server in
-            let bob = server.signedIn(as: try await ClubCLI.add("bob", dataDirectory: server.dataDirectory).token)
+    @Test(arguments: Backend.allCases) func twoMembersSavingAtOnceFromTheSameRevGetOneFileAndOneConflictedCopy(backend: Backend) async throws {
+        try await TestServer.with(backend: backend) { server in
+            let bob = server.signedIn(as: try await ClubCLI.add("bob", to: server).token)
             for round in 0..<5 {
                 let path = "/byteclub/race\(round).txt"
                 let base = try await server.put("/1/files_put/dropbox\(path)", Array("base".utf8))
@@ -74,8 +74,8 @@ struct ConflictTests {
         }
     }
 
-    @Test func chunkedCommitFollowsTheSameRule() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Backend.allCases) func chunkedCommitFollowsTheSameRule(backend: Backend) async throws {
+        try await TestServer.with(backend: backend) { server in
             let first = try await server.put("/1/files_put/dropbox/byteclub/big.bin", Bytes.pattern(100))
             let rev = try #require(first.object["rev"] as? String)
             _ = try await server.put("/1/files_put/dropbox/byteclub/big.bin", Bytes.pattern(200))

@@ -4,7 +4,7 @@ import Testing
 /// Dropbox v1's `POST /1/delta` over the change journal: what changed since a cursor, in
 /// pages (`has_more`), with deletions as `null`, filtered by `path_prefix`, reset without a
 /// cursor, and a clear 400 for a cursor that is not one.
-@Suite("Change feed: /1/delta")
+@Suite("Change feed: /1/delta", .postgres)
 struct DeltaTests {
     struct Page {
         let entries: [(String, [String: Any]?)]
@@ -38,9 +38,9 @@ struct DeltaTests {
         return pages
     }
 
-    @Test func listsWhatChangedSinceACursorInPages() async throws {
-        try await TestServer.with({ $0.deltaPageSize = 2 }) { server in
-            let alice = server.signedIn(as: try await ClubCLI.add("alice", dataDirectory: server.dataDirectory).token)
+    @Test(arguments: Backend.allCases) func listsWhatChangedSinceACursorInPages(backend: Backend) async throws {
+        try await TestServer.with(backend: backend, { $0.deltaPageSize = 2 }) { server in
+            let alice = server.signedIn(as: try await ClubCLI.add("alice", to: server).token)
             for name in ["a", "b", "c"] { _ = try await server.put("/1/files_put/dropbox/byteclub/\(name).txt", Array(name.utf8)) }
 
             // No cursor: a reset, the whole tree (the folder and three files: four journal rows) in two pages.

@@ -74,7 +74,7 @@ struct ErrorTests {
             try await connection.send(chunk + Array("\r\n0\r\n\r\n".utf8))
             let response = try await connection.readResponse()
             #expect(response.status == 507)
-            let tmp = try FileManager.default.contentsOfDirectory(atPath: server.dataDirectory + "/files/tmp")
+            let tmp = TestServer.tempFiles(server.dataDirectory)
             #expect(tmp.isEmpty)
         }
     }

@@ -1,10 +1,10 @@
 import Foundation
 import Testing
 
-@Suite("Files API (Dropbox v1 shape)")
+@Suite("Files API (Dropbox v1 shape)", .postgres)
 struct FilesAPITests {
-    @Test func putThenMetadataAndDownload() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Backend.allCases) func putThenMetadataAndDownload(backend: Backend) async throws {
+        try await TestServer.with(backend: backend) { server in
             let put = try await server.put("/1/files_put/dropbox/Notes/Hello.txt", Array("hello byte club!".utf8))
             #expect(put.status == 200)
             let meta = put.object
@@ -43,8 +43,8 @@ struct FilesAPITests {
         }
     }
 
-    @Test func folderHashAndFileLimit() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Backend.allCases) func folderHashAndFileLimit(backend: Backend) async throws {
+        try await TestServer.with(backend: backend) { server in
             for i in 0..<3 { _ = try await server.put("/1/files_put/dropbox/f/\(i).txt", [UInt8(i)]) }
             let listed = try await server.get("/1/metadata/dropbox/f")
             let hash = try #require(listed.object["hash"] as? String)
@@ -66,8 +66,8 @@ struct FilesAPITests {
         }
     }
 
-    @Test func overwriteParentRevAndAutorename() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Backend.allCases) func overwriteParentRevAndAutorename(backend: Backend) async throws {
+        try await TestServer.with(backend: backend) { server in
             let first = try await server.put("/1/files_put/dropbox/doc.txt", Array("one".utf8))
             let rev1 = try #require(first.object["rev"] as? String)
             // overwrite=false on an existing file: "doc (1).txt".
@@ -118,8 +118,8 @@ struct FilesAPITests {
         }
     }
 
-    @Test func searchFindsThePhotos() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Backend.allCases) func searchFindsThePhotos(backend: Backend) async throws {
+        try await TestServer.with(backend: backend) { server in
             let png = TestImages.png(width: 4, height: 4)
             _ = try await server.put("/1/files_put/dropbox/Photos/beach.jpg", png)
             _ = try await server.put("/1/files_put/dropbox/Photos/Sub/hills.JPG", png)
@@ -136,8 +136,8 @@ struct FilesAPITests {
         }
     }
 
-    @Test func folderOperations() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Backend.allCases) func folderOperations(backend: Backend) async throws {
+        try await TestServer.with(backend: backend) { server in
             let created = try await server.post("/1/fileops/create_folder", form: ["root": "dropbox", "path": "/Album"])
             #expect(created.status == 200)
             #expect(created.object["is_dir"] as? Bool == true)
@@ -163,8 +163,8 @@ struct FilesAPITests {
         }
     }
 
-    @Test func chunkedUploadAndFormUpload() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Backend.allCases) func chunkedUploadAndFormUpload(backend: Backend) async throws {
+        try await TestServer.with(backend: backend) { server in
             let data = Bytes.pattern(300_000, seed: 3)
             let first = try await server.put("/1/chunked_upload", Array(data[0..<100_000]))
             #expect(first.status == 200)

@@ -4,11 +4,12 @@ import Testing
 
 /// OAuth 2.0 authorization code with PKCE and loopback redirects (RFC 6749, 7636, 8252) over
 /// real HTTP against a real server: the authorize page, approve and deny, the token endpoint
-/// and each of its refusals, single-use and short-lived codes, CSRF, redirect URI rules.
-@Suite("OAuth 2.0 sign-in")
+/// and each of its refusals, single-use and short-lived codes, CSRF, redirect URI rules. The
+/// tests that touch the store run on SQLite and on PostgreSQL.
+@Suite("OAuth 2.0 sign-in", .postgres)
 struct OAuthTests {
-    @Test func authorizePageAsksToSignInThenShowsApproveAndDeny() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Backend.allCases) func authorizePageAsksToSignInThenShowsApproveAndDeny(backend: Backend) async throws {
+        try await TestServer.with(backend: backend) { server in
             let flow = OAuthFlow(server: server)
             let signIn = try await flow.get(flow.authorizePath())
             #expect(signIn.status == 200 && signIn.text.contains("id=access_token"), "\(signIn.text)")
@@ -31,9 +32,9 @@ struct OAuthTests {
         }
     }
 
-    @Test func approvedCodeGivesATokenThatWorksOnTheFilesAPIAndIsListed() async throws {
-        try await TestServer.with { server in
-            let alice = try await ClubCLI.add("alice", dataDirectory: server.dataDirectory).token
+    @Test(arguments: Backend.allCases) func approvedCodeGivesATokenThatWorksOnTheFilesAPIAndIsListed(backend: Backend) async throws {
+        try await TestServer.with(backend: backend) { server in
+            let alice = try await ClubCLI.add("alice", to: server).token
             let flow = OAuthFlow(server: server)
             let code = try await flow.code(token: alice)
             #expect(!code.isEmpty)
@@ -49,25 +50,25 @@ struct OAuthTests {
             let put = try await server.signedIn(as: token).put("/1/files_put/dropbox/byteclub/oauth.txt", Array("signed in".utf8))
             #expect(put.status == 200)
             #expect((put.object["modifier"] as? [String: Any])?["display_name"] as? String == "alice")
-            let list = try await ClubCLI.run(["list"], dataDirectory: server.dataDirectory)
+            let list = try await ClubCLI.run(["list"], on: server)
             #expect(list.output.split(separator: "\n").contains { $0.hasPrefix("alice\t") && $0.contains("2 active") }, "\(list.output)")
 
             // `accounts revoke` revokes tokens issued through OAuth too.
-            _ = try await ClubCLI.run(["revoke", "alice"], dataDirectory: server.dataDirectory)
+            _ = try await ClubCLI.run(["revoke", "alice"], on: server)
             #expect(try await server.signedIn(as: token).get("/1/metadata/dropbox").status == 401)
         }
     }
 
-    @Test func denyRedirectsWithAccessDeniedAndState() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Backend.allCases) func denyRedirectsWithAccessDeniedAndState(backend: Backend) async throws {
+        try await TestServer.with(backend: backend) { server in
             let flow = OAuthFlow(server: server)
             let query = try await flow.decide("deny", token: server.token)
             #expect(query["error"] == "access_denied" && query["state"] == flow.state && query["code"] == nil, "\(query)")
         }
     }
 
-    @Test func aWrongVerifierIsInvalidGrant() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Backend.allCases) func aWrongVerifierIsInvalidGrant(backend: Backend) async throws {
+        try await TestServer.with(backend: backend) { server in
             let flow = OAuthFlow(server: server)
             let code = try await flow.code(token: server.token)
             let wrong = try await flow.redeem(code, ["code_verifier": String(repeating: "w", count: 50)])
@@ -80,8 +81,8 @@ struct OAuthTests {
         }
     }
 
-    @Test func aCodeUsedTwiceIsRefusedAndRevokesTheTokenItGave() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Backend.allCases) func aCodeUsedTwiceIsRefusedAndRevokesTheTokenItGave(backend: Backend) async throws {
+        try await TestServer.with(backend: backend) { server in
             let flow = OAuthFlow(server: server)
             let code = try await flow.code(token: server.token)
             let first = try await flow.redeem(code)
@@ -96,8 +97,25 @@ struct OAuthTests {
         }
     }
 
-    @Test func anExpiredCodeIsInvalidGrant() async throws {
-        try await TestServer.with({ $0.oauthCodeLifetime = 0.3 }) { server in
+    @Test(arguments: Backend.allCases) func aCodeRedeemedFourTimesAtOnceGivesOneTokenWhichIsThenRevoked(backend: Backend) async throws {
+        try await TestServer.with(backend: backend) { server in
+            let flow = OAuthFlow(server: server)
+            let code = try await flow.code(token: server.token)
+            let replies = try await withThrowingTaskGroup(of: TestServer.Reply.self) { group in
+                for _ in 0..<4 { group.addTask { try await flow.redeem(code) } }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            let issued = replies.filter { $0.status == 200 }
+            #expect(issued.count == 1, "\(replies.map(\.text))")
+            #expect(replies.filter { $0.status == 400 && $0.object["error"] as? String == "invalid_grant" }.count == 3, "\(replies.map(\.text))")
+            // The later redemptions found the code used, so the token the first got is revoked.
+            let token = try #require(issued.first?.object["access_token"] as? String)
+            #expect(try await server.signedIn(as: token).get("/1/metadata/dropbox").status == 401)
+        }
+    }
+
+    @Test(arguments: Backend.allCases) func anExpiredCodeIsInvalidGrant(backend: Backend) async throws {
+        try await TestServer.with(backend: backend, { $0.oauthCodeLifetime = 0.3 }) { server in
             let flow = OAuthFlow(server: server)
             let code = try await flow.code(token: server.token)
             try await Task.sleep(for: .milliseconds(600))
@@ -107,8 +125,8 @@ struct OAuthTests {
         }
     }
 
-    @Test func untrustedClientsAndRedirectsAreShownNeverRedirected() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Backend.allCases) func untrustedClientsAndRedirectsAreShownNeverRedirected(backend: Backend) async throws {
+        try await TestServer.with(backend: backend) { server in
             let flow = OAuthFlow(server: server)
             for (overrides, words) in [
                 (["client_id": "stranger"], "unknown client_id"),
@@ -128,8 +146,8 @@ struct OAuthTests {
         }
     }
 
-    @Test func loopbackRedirectsMatchOnAnyPort() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Backend.allCases) func loopbackRedirectsMatchOnAnyPort(backend: Backend) async throws {
+        try await TestServer.with(backend: backend) { server in
             for redirect in ["http://127.0.0.1:1024/callback", "http://127.0.0.1:65535/callback", "http://127.0.0.1/callback",
                              "http://[::1]:41234/callback"] {
                 var flow = OAuthFlow(server: server)
@@ -144,8 +162,8 @@ struct OAuthTests {
         }
     }
 
-    @Test func plainOrMissingChallengesAndOtherResponseTypesGoBackAsErrors() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Backend.allCases) func plainOrMissingChallengesAndOtherResponseTypesGoBackAsErrors(backend: Backend) async throws {
+        try await TestServer.with(backend: backend) { server in
             let flow = OAuthFlow(server: server)
             for (overrides, error) in [
                 (["code_challenge_method": "plain"], "invalid_request"),
@@ -165,9 +183,9 @@ struct OAuthTests {
         }
     }
 
-    @Test func theApproveFormNeedsItsOwnMembersCSRFToken() async throws {
-        try await TestServer.with { server in
-            let alice = try await ClubCLI.add("alice", dataDirectory: server.dataDirectory).token
+    @Test(arguments: Backend.allCases) func theApproveFormNeedsItsOwnMembersCSRFToken(backend: Backend) async throws {
+        try await TestServer.with(backend: backend) { server in
+            let alice = try await ClubCLI.add("alice", to: server).token
             let flow = OAuthFlow(server: server)
             let missing = try await flow.post("/oauth2/authorize", ["decision": "approve"], cookie: server.token)
             #expect(missing.status == 403 && missing.header("Location") == nil)
@@ -187,8 +205,8 @@ struct OAuthTests {
         }
     }
 
-    @Test func theTokenEndpointRefusesAsRFC6749Says() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Backend.allCases) func theTokenEndpointRefusesAsRFC6749Says(backend: Backend) async throws {
+        try await TestServer.with(backend: backend) { server in
             let flow = OAuthFlow(server: server)
             let code = try await flow.code(token: server.token)
             for (overrides, status, error) in [
@@ -208,15 +226,14 @@ struct OAuthTests {
         }
     }
 
-    @Test func clientsAreRegisteredAndListedWithTheCLI() async throws {
-        try await TestServer.with { server in
+    @Test(arguments: Backend.allCases) func clientsAreRegisteredAndListedWithTheCLI(backend: Backend) async throws {
+        try await TestServer.with(backend: backend) { server in
             let added = try await ClubCLI.run(["add", "notes-web", "--name", "Notes", "--redirect", "https://notes.example/cb",
-                                               "http://127.0.0.1/notes"], dataDirectory: server.dataDirectory, command: "clients")
+                                               "http://127.0.0.1/notes"], on: server, command: "clients")
             #expect(added.status == 0, "\(added.output) \(added.errors)")
-            let refused = try await ClubCLI.run(["add", "bad", "--redirect", "http://notes.example/cb"], dataDirectory: server.dataDirectory,
-                                                command: "clients")
+            let refused = try await ClubCLI.run(["add", "bad", "--redirect", "http://notes.example/cb"], on: server, command: "clients")
             #expect(refused.status != 0 && refused.errors.contains("Not a redirect URI"), "\(refused.errors)")
-            let list = try await ClubCLI.run(["list"], dataDirectory: server.dataDirectory, command: "clients")
+            let list = try await ClubCLI.run(["list"], on: server, command: "clients")
             let lines = list.output.split(separator: "\n")
             #expect(lines.contains { $0.hasPrefix("byteclub\tByte Club\t") && $0.hasSuffix("http://127.0.0.1/callback http://[::1]/callback") })
             #expect(lines.contains { $0.hasPrefix("notes-web\tNotes\t") && $0.hasSuffix("http://127.0.0.1/notes https://notes.example/cb") })

@@ -117,7 +117,7 @@ struct ServerProcessTests {
             let after = try await Self.request(second.port, "GET", "/1/files/dropbox/big.bin")
             #expect(after.status == 200)
             #expect(Bytes.sha256(after.body) == Bytes.sha256(original))
-            let temps = try FileManager.default.contentsOfDirectory(atPath: directory + "/files/tmp")
+            let temps = TestServer.tempFiles(directory)
             #expect(temps.isEmpty, "start-up leaves no temp files: \(temps)")
             let blobs = try FileManager.default.contentsOfDirectory(atPath: directory + "/files/blobs")
             #expect(blobs.count == 1, "only the original's blob: \(blobs)")

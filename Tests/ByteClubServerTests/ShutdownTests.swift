@@ -91,7 +91,7 @@ struct ShutdownTests {
         }
 
         // Nothing of the partial upload is stored: no temp file, only the original's blob.
-        let temps = try FileManager.default.contentsOfDirectory(atPath: directory + "/files/tmp")
+        let temps = TestServer.tempFiles(directory)
         #expect(temps.isEmpty, "the cut-off upload's temp file is removed: \(temps)")
         try await Server.withServer(dataDirectory: directory) { again in
             let after = try await Server.request(again.port, "GET", "/1/files/dropbox/slow.bin")

@@ -7,9 +7,9 @@ import NIOCore
 import NIOHTTP1
 import Testing
 
-/// A real byteclub-server in this process: a fresh data directory, port 0 on 127.0.0.1, the
-/// dev account with known credentials. `with { server in … }` runs a body against it and
-/// stops it afterwards.
+/// A real byteclub-server in this process: a fresh data directory (and with `.postgres` a fresh
+/// database on the suite's PostgreSQL), port 0 on 127.0.0.1, the dev account with known
+/// credentials. `with { server in … }` runs a body against it and stops it afterwards.
 struct TestServer: Sendable {
     let base: String
     let port: Int
@@ -17,10 +17,13 @@ struct TestServer: Sendable {
     let clientID: String
     let appKey: String
     let dataDirectory: String
+    /// The PostgreSQL database's URL with the `.postgres` backend; `nil` with SQLite.
+    let databaseURL: String?
 
     static let client = HTTPClient.shared
 
     static func with<T: Sendable>(
+        backend: Backend = .sqlite,
         _ configure: @Sendable (inout ByteClubConfiguration) -> Void = { _ in },
         _ body: @Sendable (TestServer) async throws -> T
     ) async throws -> T {
@@ -30,10 +33,12 @@ struct TestServer: Sendable {
         configuration.port = 0
         configuration.dataDirectory = directory
         configuration.devCredentials = DevCredentials(appKey: "testapp", accessToken: "test-token", clientID: "test-client")
+        if backend == .postgres { configuration.databaseURL = try await PostgresScope.createDatabase() }
         configure(&configuration)
         var logger = Logger(label: "byteclub-test")
         logger.logLevel = .warning
-        let server = try ByteClubServer(configuration: configuration, logger: logger)
+        let server = try await ByteClubServer(configuration: configuration, logger: logger)
+        let databaseURL = configuration.databaseURL
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
@@ -43,9 +48,20 @@ struct TestServer: Sendable {
             guard let port = await iterator.next() else { throw TestFailure("server did not start") }
             let account = server.devAccount
             let test = TestServer(base: "http://127.0.0.1:\(port)", port: port, token: account.accessToken,
-                                  clientID: account.clientID, appKey: account.appKey, dataDirectory: directory)
+                                  clientID: account.clientID, appKey: account.appKey, dataDirectory: directory,
+                                  databaseURL: databaseURL)
             defer { group.cancelAll() }
             return try await body(test)
+        }
+    }
+
+    /// The upload temp files in a data directory: every server instance's folder under
+    /// `files/tmp`, their lock files aside.
+    static func tempFiles(_ dataDirectory: String) -> [String] {
+        let tmp = dataDirectory + "/files/tmp"
+        return ((try? FileManager.default.contentsOfDirectory(atPath: tmp)) ?? []).flatMap { instance -> [String] in
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: tmp + "/" + instance)) ?? [instance]
+            return names.filter { $0 != "lock" }.map { instance + "/" + $0 }
         }
     }
 

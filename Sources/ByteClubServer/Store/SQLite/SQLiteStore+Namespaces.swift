@@ -5,7 +5,7 @@ import GRDB
 /// development account's is "the club" every added member joins); entries belong to a
 /// namespace and name the account that last wrote them; access tokens move to a table of
 /// SHA-256 digests so that an account can hold several and revoke them.
-extension Store {
+extension SQLiteStore {
     static func migrateToNamespaces(_ db: Database) throws {
         // Each v1 account becomes the first member of a namespace of its own (same id), which
         // takes over its revision counter; the development account's is named "club", as a

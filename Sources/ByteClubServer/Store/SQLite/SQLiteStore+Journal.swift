@@ -5,13 +5,7 @@ import GRDB
 /// changed, numbered by a sequence per namespace, written in the transaction that changed the
 /// entry. Delta answers with the entries' state now, so a path changed twice since a cursor is
 /// listed once.
-extension Store {
-    /// What a journal row records (for reading the table; delta looks at the entry itself).
-    enum ChangeKind: String {
-        case put, delete, move
-        case createFolder = "create_folder"
-    }
-
+extension SQLiteStore: ChangeJournalStore {
     /// Migration v3: the journal, seeded with every existing entry, so a delta without a cursor
     /// (a reset) lists the whole tree from the journal alone.
     static func migrateToJournal(_ db: Database) throws {
@@ -51,7 +45,6 @@ extension Store {
         return result
     }
 
-    /// The last sequence written in `namespace` (0 before any change).
     func head(_ namespace: Int64) async throws -> Int64 {
         try await pool.read { db in try Self.head(db, namespace) }
     }
@@ -60,9 +53,7 @@ extension Store {
         (try Int64.fetchOne(db, sql: "SELECT next_sequence FROM namespace WHERE id = ?", arguments: [namespace]) ?? 1) - 1
     }
 
-    /// One page of delta: the paths of at most `limit` journal rows after `after` (those at or
-    /// under `prefix`), each with its entry now (`nil`: gone), in path order so that a folder
-    /// comes before what is in it; the sequence to continue from; whether rows remain.
+    /// Paths in order, so that a folder comes before what is in it.
     func delta(_ namespace: Int64, after: Int64, prefix: DropboxPath, limit: Int) async throws -> DeltaPage {
         try await pool.read { db in
             let head = try Self.head(db, namespace)
@@ -85,17 +76,4 @@ extension Store {
             return DeltaPage(items: entries, cursor: hasMore ? page.last!.0 : head, hasMore: hasMore)
         }
     }
-}
-
-/// One answer of ``Store/delta(_:after:prefix:limit:)``.
-struct DeltaPage: Sendable {
-    struct Item: Sendable {
-        let pathLower: String
-        let entry: Entry?
-    }
-
-    let items: [Item]
-    /// The sequence the next call continues after.
-    let cursor: Int64
-    let hasMore: Bool
 }

@@ -1,11 +1,13 @@
 import Foundation
 import GRDB
 
-/// The SQLite database (GRDB, WAL) holding namespaces, accounts and their tokens, file entries,
-/// images, bins and chunked uploads. File bodies live in ``BlobStore``; a row is written only
-/// after its blob is durable. Several processes may open it at once (the server and the
-/// `accounts` subcommands): nothing read from it is cached across requests.
-final class Store: Sendable {
+/// The embedded ``MetadataStore``: one SQLite database (GRDB, WAL) in the data directory holding
+/// namespaces, accounts and their tokens, OAuth clients, consents and codes, file entries, the
+/// change journal, images, bins and chunked uploads. File bodies live in ``BlobStore``; a row is
+/// written only after its blob is durable. Several processes on one machine may open it at once
+/// (the server, the `accounts` and `clients` subcommands): nothing read from it is cached
+/// across requests.
+final class SQLiteStore: Sendable {
     let pool: DatabasePool
     /// Wakes this process's long-poll waiters when a write to their namespace commits.
     let changes: ChangeNotifier

@@ -1,15 +1,9 @@
 import Foundation
 import GRDB
 
-/// Migration v4 and the rows behind OAuth 2.0 sign-in (`OAuthRoutes`): registered clients and
-/// their redirect URIs, pending consents (the approve/deny page's CSRF token), and
-/// authorization codes. Codes and consent tokens are stored as SHA-256 digests, like access
-/// tokens, so that several servers can share the database and a copy of it redeems nothing.
-extension Store {
-    /// The Byte Club app: a public client (no secret) with loopback redirects (RFC 8252).
-    static let byteClubClientID = "byteclub"
-    static let byteClubRedirects = ["http://127.0.0.1/callback", "http://[::1]/callback"]
-
+/// Migration v4 (released: never edit it) and ``OAuthStore`` in SQLite. Taking a consent and
+/// redeeming a code are each one write transaction: SQLite's single writer makes them work once.
+extension SQLiteStore: OAuthStore {
     static func migrateToOAuth(_ db: Database) throws {
         try db.execute(sql: """
             CREATE TABLE oauth_client (
@@ -44,15 +38,14 @@ extension Store {
             );
             """)
         try db.execute(sql: "INSERT INTO oauth_client (id, name, created_at) VALUES (?, 'Byte Club', ?)",
-                       arguments: [byteClubClientID, Date().timeIntervalSince1970])
-        for uri in byteClubRedirects {
-            try db.execute(sql: "INSERT INTO oauth_redirect_uri (client_id, uri) VALUES (?, ?)", arguments: [byteClubClientID, uri])
+                       arguments: [OAuthRules.byteClubClientID, Date().timeIntervalSince1970])
+        for uri in OAuthRules.byteClubRedirects {
+            try db.execute(sql: "INSERT INTO oauth_redirect_uri (client_id, uri) VALUES (?, ?)", arguments: [OAuthRules.byteClubClientID, uri])
         }
     }
 
     // MARK: Clients
 
-    /// A client and its registered redirect URIs, or `nil` when `id` is not registered.
     func oauthClient(_ id: String) async throws -> OAuthClient? {
         try await pool.read { db in try Self.oauthClient(db, id) }
     }
@@ -65,9 +58,8 @@ extension Store {
         return OAuthClient(id: row["id"], name: row["name"], redirectURIs: uris, created: Date(timeIntervalSince1970: row["created_at"]))
     }
 
-    /// Registers a client, or adds redirect URIs to one (its name then stays).
-    func addClient(id: String, name: String, redirectURIs: [String]) throws -> OAuthClient {
-        try pool.write { db in
+    func addClient(id: String, name: String, redirectURIs: [String]) async throws -> OAuthClient {
+        try await pool.write { db in
             if try Self.oauthClient(db, id) == nil {
                 try db.execute(sql: "INSERT INTO oauth_client (id, name, created_at) VALUES (?, ?, ?)",
                                arguments: [id, name, Date().timeIntervalSince1970])
@@ -79,16 +71,14 @@ extension Store {
         }
     }
 
-    func oauthClients() throws -> [OAuthClient] {
-        try pool.read { db in
+    func oauthClients() async throws -> [OAuthClient] {
+        try await pool.read { db in
             try String.fetchAll(db, sql: "SELECT id FROM oauth_client ORDER BY created_at, id").compactMap { try Self.oauthClient(db, $0) }
         }
     }
 
     // MARK: Consents and codes
 
-    /// Records the authorization request a member is shown; returns the page's CSRF token,
-    /// which the approve/deny form sends back (only its digest is kept).
     func createConsent(_ request: AuthorizationRequest, account: Int64, lifetime: TimeInterval) async throws -> String {
         let token = ServerState.randomToken(16)
         let now = Date().timeIntervalSince1970
@@ -103,8 +93,6 @@ extension Store {
         return token
     }
 
-    /// Takes (removes) the consent of `token` if it belongs to `account` and has not expired;
-    /// `nil` otherwise (a forged or replayed form).
     func takeConsent(token: String, account: Int64) async throws -> AuthorizationRequest? {
         try await pool.write { db in
             let digest = AccessToken.digest(token)
@@ -118,13 +106,12 @@ extension Store {
         }
     }
 
-    /// A new authorization code for an approved request; only its digest is kept.
     func issueCode(for request: AuthorizationRequest, account: Int64, lifetime: TimeInterval) async throws -> String {
         let code = ServerState.randomToken(16)
         let now = Date().timeIntervalSince1970
         try await pool.write { db in
             // Codes long expired can no longer be replayed to any effect worth recording.
-            try db.execute(sql: "DELETE FROM oauth_code WHERE expires_at < ?", arguments: [now - 86_400])
+            try db.execute(sql: "DELETE FROM oauth_code WHERE expires_at < ?", arguments: [now - OAuthRules.expiredCodesKept])
             try db.execute(sql: """
                 INSERT INTO oauth_code (code_sha256, account_id, client_id, redirect_uri, code_challenge, created_at, expires_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?)
@@ -134,45 +121,30 @@ extension Store {
         return code
     }
 
-    /// Redeems a code (RFC 6749 4.1.3, RFC 7636 4.6) in one transaction: checks client,
-    /// redirect URI, expiry and verifier, issues an access token (origin `oauth`) and marks
-    /// the code used. A code used before gets `invalid_grant` and revokes the token it gave.
     func redeem(code: String, clientID: String, redirectURI: String, verifier: String) async throws -> Result<(Account, token: String), OAuthError> {
         try await pool.write { db in
             let digest = AccessToken.digest(code)
             let now = Date().timeIntervalSince1970
             guard let row = try Row.fetchOne(db, sql: "SELECT * FROM oauth_code WHERE code_sha256 = ?", arguments: [digest]) else {
-                return .failure(.invalidGrant("unknown authorization code"))
+                return .failure(OAuthRules.unknownCode)
             }
-            if row["used_at"] as Double? != nil {
-                if let tokenID = row["access_token_id"] as Int64? {
+            let stored = StoredCode(
+                accountID: row["account_id"], clientID: row["client_id"], redirectURI: row["redirect_uri"],
+                codeChallenge: row["code_challenge"], expiresAt: row["expires_at"], usedAt: row["used_at"], accessTokenID: row["access_token_id"])
+            if stored.usedAt != nil {
+                if let tokenID = stored.accessTokenID {
                     try db.execute(sql: "UPDATE access_token SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", arguments: [now, tokenID])
                 }
-                return .failure(.invalidGrant("the authorization code was already used; the token issued for it is revoked"))
+                return .failure(OAuthRules.reusedCode)
             }
-            guard row["client_id"] as String == clientID else { return .failure(.invalidGrant("the code was issued to another client")) }
-            guard row["redirect_uri"] as String == redirectURI else {
-                return .failure(.invalidGrant("redirect_uri is not the one of the authorization request"))
+            if let refusal = OAuthRules.refusal(stored, clientID: clientID, redirectURI: redirectURI, verifier: verifier, now: now) {
+                return .failure(refusal)
             }
-            guard row["expires_at"] as Double >= now else { return .failure(.invalidGrant("the authorization code expired")) }
-            guard PKCE.challenge(for: verifier) == row["code_challenge"] as String else {
-                return .failure(.invalidGrant("code_verifier does not match the code_challenge"))
-            }
-            guard let account = try Account.fetchOne(db, key: row["account_id"] as Int64) else {
-                return .failure(.invalidGrant("the account is gone"))
-            }
+            guard let account = try Account.fetchOne(db, key: stored.accountID) else { return .failure(OAuthRules.accountGone) }
             let token = ServerState.randomToken(24)
             let tokenID = try Self.insertToken(db, token, account: account.id!, origin: AccessToken.Origin.oauth)
             try db.execute(sql: "UPDATE oauth_code SET used_at = ?, access_token_id = ? WHERE code_sha256 = ?", arguments: [now, tokenID, digest])
             return .success((account, token))
         }
     }
-}
-
-/// What a client asked for at `/oauth2/authorize`, once checked.
-struct AuthorizationRequest: Sendable, Equatable {
-    var clientID: String
-    var redirectURI: String
-    var state: String?
-    var codeChallenge: String
 }
