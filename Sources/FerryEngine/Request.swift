@@ -59,6 +59,13 @@ public struct Response: Sendable, Hashable {
     }
 
     /// The strong or weak entity tag, as sent.
+    /// Whether the body was sent content-coded (`Content-Encoding: gzip` or `deflate`): the
+    /// engine hands it over decoded, so `Content-Length` and the server's digests describe
+    /// other bytes than those delivered.
+    public var isContentCoded: Bool {
+        guard let coding = headers["Content-Encoding"]?.trimmingCharacters(in: .whitespaces).lowercased() else { return false }
+        return !coding.isEmpty && coding != "identity"
+    }
     public var etag: String? { headers["ETag"] }
     public var lastModified: String? { headers["Last-Modified"] }
     public var acceptsByteRanges: Bool { headers["Accept-Ranges"]?.lowercased().contains("bytes") ?? false }

@@ -136,6 +136,12 @@ extension TransferEngine {
         var outgoing = clientRequest(to: request.url, for: transfer)
         outgoing.method = HTTPMethod(rawValue: request.method.uppercased())
         for field in request.headers { outgoing.headers.add(name: field.name, value: field.value) }
+        // Data and upload answers come gzip or deflate coded and decoded here, as URLSession's
+        // (AsyncHTTPClient asks for them); a download asks for the bytes as they are, so that
+        // its offsets, validators and digests stay those of the file (docs/porting.md).
+        if case .file = transfer.destination, !outgoing.headers.contains(name: "Accept-Encoding") {
+            outgoing.headers.add(name: "Accept-Encoding", value: "identity")
+        }
         if let upload {
             let length = try upload.length()
             let remaining = length.map { $0 - offset }

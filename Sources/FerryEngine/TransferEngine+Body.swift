@@ -18,7 +18,8 @@ extension TransferEngine {
         let url = response.url
         let check = try IntegrityCheck(expectedSHA256: state.transfer.request.expectedSHA256, response: response)
         var startOffset: Int64 = 0
-        var expectedTotal = response.expectedContentLength
+        // A decoded body's size is not known ahead: Content-Length counts the coded bytes.
+        var expectedTotal = response.isContentCoded ? -1 : response.expectedContentLength
 
         if let output {
             switch response.statusCode {
@@ -34,7 +35,8 @@ extension TransferEngine {
                 // so the file is never a splice of two versions.
                 try output.truncate(to: 0)
             }
-            state.validator = Self.validator(of: response)
+            // A coded body cannot be resumed by offset: its bytes here are decoded ones.
+            state.validator = response.isContentCoded ? nil : Self.validator(of: response)
             observer.transferDidResume(atOffset: startOffset, expectedTotal: expectedTotal)
         }
         progress.startWriting(from: startOffset, expected: expectedTotal)
@@ -51,7 +53,7 @@ extension TransferEngine {
         // HEAD, 204 and 304 carry no body whatever Content-Length says (RFC 9110 §8.6).
         let bodiless = state.request.method.uppercased() == "HEAD" || response.statusCode == 204 || response.statusCode == 304
             || (100..<200).contains(response.statusCode)
-        let declared = bodiless ? -1 : response.expectedContentLength
+        let declared = bodiless || response.isContentCoded ? -1 : response.expectedContentLength
         do {
             for try await chunk in clientResponse.body {
                 received += Int64(chunk.readableBytes)

@@ -179,6 +179,12 @@ public final class NginxServer: Sendable {
                     listen 127.0.0.1:\(port);
             \(tlsServer)        server_name localhost;
                     root \(prefix)/html;
+                    # Text under /gzip/ comes gzip-coded to clients that accept it.
+                    location /gzip/ {
+                        gzip on;
+                        gzip_types text/plain application/json;
+                        gzip_min_length 1;
+                    }
                     location /upload/ {
                         dav_methods PUT DELETE;
                         create_full_put_path on;

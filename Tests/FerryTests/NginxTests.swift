@@ -32,6 +32,33 @@ struct NginxTests {
         }
     }
 
+    @Test("a gzip-coded answer arrives decoded for data tasks (URLSession's spelling too); a download asks for the bytes as they are")
+    func contentCoding() async throws {
+        try await withNginx { nginx in
+            let folder = nginx.root.appendingPathComponent("gzip")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            let text = String(repeating: "Byte Club notes, shared by every member of the club.\n", count: 4000)
+            try Data(text.utf8).write(to: folder.appendingPathComponent("notes.txt"))
+            let url = URL(string: nginx.baseURL + "/gzip/notes.txt")!
+
+            let (data, response) = try await Session.shared.data(for: Request(url: url))
+            #expect(response.headers["Content-Encoding"] == "gzip", "nginx coded it")
+            #expect(String(decoding: data, as: UTF8.self) == text, "decoded, whole")
+            // nginx's access log: `$request $status "$http_range" "$http_if_range" $bytes_sent`.
+            let log = try String(contentsOf: nginx.prefix.appendingPathComponent("logs/access.log"), encoding: .utf8)
+            let sent = log.split(separator: "\n").first { $0.hasPrefix("GET /gzip/notes.txt") }.flatMap { $0.split(separator: " ").last }.flatMap { Int($0) }
+            #expect((sent ?? .max) < text.utf8.count / 10, "far fewer bytes went over the wire (\(sent ?? -1) of \(text.utf8.count))")
+
+            let (spelled, _) = try await URLSession.shared.data(from: url)
+            #expect(spelled.count == text.utf8.count)
+
+            let (file, downloaded) = try await Session.shared.download(for: Request(url: url))
+            defer { try? FileManager.default.removeItem(at: file) }
+            #expect(downloaded.headers["Content-Encoding"] == nil, "a download asked for identity")
+            #expect(try Data(contentsOf: file) == Data(text.utf8))
+        }
+    }
+
     @Test("resume data made against nginx continues with Range and If-Range; a stale validator restarts whole")
     func resumeAgainstNginx() async throws {
         try await withNginx { nginx in
