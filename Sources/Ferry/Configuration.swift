@@ -120,6 +120,23 @@ public struct Configuration: Sendable {
     /// Whether tasks run in ferryd rather than in this process.
     public var isBackground: Bool { kind == .background }
 
+    /// What a background session cannot honour, as an error to refuse it with: every other
+    /// property is carried to ferryd (per session or with each task) or used by the library
+    /// (docs/background.md has the list; `BackgroundConfigurationTests` walks them all).
+    public var backgroundRefusal: FerryError? {
+        guard isBackground else { return nil }
+        let defaults = Configuration.background(identifier: identifier ?? "")
+        if downloadDirectory.standardizedFileURL != defaults.downloadDirectory.standardizedFileURL {
+            return FerryError(.unsupportedBackgroundConfiguration,
+                              "downloadDirectory is for in-process sessions: ferryd keeps a background session's downloads in its container (sharedContainerIdentifier) or its own folder; leave it unset")
+        }
+        if maximumDataTaskBodySize != defaults.maximumDataTaskBodySize {
+            return FerryError(.unsupportedBackgroundConfiguration,
+                              "maximumDataTaskBodySize is for in-process sessions: a background data task's body comes whole in events; use a download task for large bodies")
+        }
+        return nil
+    }
+
     var engineConfiguration: EngineConfiguration {
         var engine = EngineConfiguration()
         engine.idleTimeout = timeoutIntervalForRequest

@@ -29,7 +29,10 @@ public class DataTask: SessionTask, @unchecked Sendable {
     override func dataArrived(_ data: Data) async {
         // In a background session the body comes in events, not in a transfer result.
         if session.configuration.isBackground, completionHandler != nil {
-            collected.withLockedValue { $0 = ($0 ?? Data()) + data }
+            collected.withLockedValue { body in
+                if body == nil { body = Data() }
+                body!.append(data)
+            }
         }
         await chunkSink?(data)
     }

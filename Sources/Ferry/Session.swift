@@ -51,7 +51,11 @@ public final class Session: Sendable {
         self.configuration = configuration
         self.delegate = delegate
         self.logger = logger
-        if configuration.isBackground {
+        if let refusal = configuration.backgroundRefusal {
+            // Its tasks fail with the reason when resumed (Session.background throws it).
+            background = nil
+            runner = UnavailableRunner(error: refusal)
+        } else if configuration.isBackground {
             let link = BackgroundLink(configuration: configuration, logger: logger)
             background = link
             runner = BackgroundRunner(link: link)

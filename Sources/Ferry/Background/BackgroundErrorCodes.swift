@@ -15,4 +15,7 @@ extension FerryError.Code {
     /// The session names a shared container (app group) this process's app is not in,
     /// or ferryd could not be reached or started.
     public static let backgroundSessionRequiresSharedContainer = Self(named: "backgroundSessionRequiresSharedContainer")
+    /// The configuration sets something ferryd cannot honour for a background session
+    /// (``Configuration/backgroundRefusal``): said when the session is made, not ignored.
+    public static let unsupportedBackgroundConfiguration = Self(named: "unsupportedBackgroundConfiguration")
 }

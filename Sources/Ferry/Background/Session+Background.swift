@@ -27,6 +27,7 @@ extension Session {
         guard configuration.isBackground else {
             throw FerryError(.unknown, "Session.background needs Configuration.background(identifier:)")
         }
+        if let refusal = configuration.backgroundRefusal { throw refusal }
         let session = Session(configuration: configuration, delegate: delegate, logger: logger)
         if let failure = session.background?.failure { throw failure }
         return session
