@@ -56,7 +56,9 @@ public class SessionTask: @unchecked Sendable {  // all mutable state is behind 
     /// How far the task is, as a Foundation `Progress`: bytes sent for an upload, received
     /// otherwise (indeterminate until the size is known), complete when the task succeeds. Its
     /// `cancel()`, `pause()` and `resume()` cancel, suspend and resume the task, so it can drive
-    /// a progress bar or be a child of the app's own `Progress`.
+    /// a progress bar or be a child of the app's own `Progress`. Foundation's `Progress` has no
+    /// lock on Linux: Ferry changes every task's progress on one serial queue
+    /// (``progressQueue``); read it, or add it to a parent, on that queue too.
     ///
     /// ```swift
     /// let task = session.downloadTask(with: url)
@@ -64,12 +66,15 @@ public class SessionTask: @unchecked Sendable {  // all mutable state is behind 
     /// task.resume()
     /// ```
     public let progress: Progress
+    /// Where every task's ``progress`` changes (and its parents with it).
+    public static let progressQueue = DispatchQueue(label: "ferry.progress")
 
     init(session: Session, identifier: Int, request: Request) {
         self.session = session
         self.taskIdentifier = identifier
         self.originalRequest = request
-        progress = Progress(totalUnitCount: -1)
+        // Discrete: not made a child of whatever Progress is current on this thread.
+        progress = Progress.discreteProgress(totalUnitCount: -1)
         progress.kind = .file
         progress.isCancellable = true
         progress.isPausable = true
@@ -84,8 +89,12 @@ public class SessionTask: @unchecked Sendable {  // all mutable state is behind 
         let (done, total) = lock.withLockedValue { m in
             kind == .upload ? (m.countOfBytesSent, m.countOfBytesExpectedToSend) : (m.countOfBytesReceived, m.countOfBytesExpectedToReceive)
         }
-        if total > 0, progress.totalUnitCount != total { progress.totalUnitCount = total }
-        progress.completedUnitCount = done
+        let unsafeProgress = progress  // touched only on progressQueue
+        Self.progressQueue.async {
+            // A total below what arrived is not one (a decoded body): leave it indeterminate.
+            if total >= done, total > 0, unsafeProgress.totalUnitCount != total { unsafeProgress.totalUnitCount = total }
+            unsafeProgress.completedUnitCount = max(unsafeProgress.completedUnitCount, done)
+        }
     }
 
     // MARK: Public state
@@ -254,9 +263,14 @@ public class SessionTask: @unchecked Sendable {  // all mutable state is behind 
             session.logger.debug("task failed", metadata: ["task": "\(taskIdentifier)", "error": "\(error.shortDescription)"])
         }
         if error == nil {
-            // Done: whole, even when the size was never known.
-            if progress.totalUnitCount <= 0 { progress.totalUnitCount = max(progress.completedUnitCount, 1) }
-            progress.completedUnitCount = progress.totalUnitCount
+            let progress = self.progress  // touched only on progressQueue
+            Self.progressQueue.async {
+                // Done: whole, even when the size was never known.
+                if progress.totalUnitCount < progress.completedUnitCount || progress.totalUnitCount <= 0 {
+                    progress.totalUnitCount = max(progress.completedUnitCount, 1)
+                }
+                progress.completedUnitCount = progress.totalUnitCount
+            }
         }
         session.delegateQueue.enqueue { [self] in
             await session.delegate?.session(session, task: self, didCompleteWithError: error)

@@ -10,7 +10,8 @@ struct TaskObserver: TransferObserver {
     func transferDidReceive(response: Response) async -> Bool {
         task.lock.withLockedValue {
             $0.response = response
-            $0.countOfBytesExpectedToReceive = response.expectedContentLength
+            // A coded body arrives decoded: its Content-Length is not the bytes that will arrive.
+            $0.countOfBytesExpectedToReceive = response.isContentCoded ? -1 : response.expectedContentLength
         }
         task.responseArrived(response)
         task.emit(.response(response))

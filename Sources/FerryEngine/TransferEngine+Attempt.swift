@@ -139,7 +139,12 @@ extension TransferEngine {
         // Data and upload answers come gzip or deflate coded and decoded here, as URLSession's
         // (AsyncHTTPClient asks for them); a download asks for the bytes as they are, so that
         // its offsets, validators and digests stay those of the file (docs/porting.md).
+        // HEAD and conditional requests too: a bodiless answer that still names a coding would
+        // fail in the decoder (it finds no gzip stream to end).
+        let bodiless = request.method.uppercased() == "HEAD" || request.headers["If-None-Match"] != nil || request.headers["If-Modified-Since"] != nil
         if case .file = transfer.destination, !outgoing.headers.contains(name: "Accept-Encoding") {
+            outgoing.headers.add(name: "Accept-Encoding", value: "identity")
+        } else if bodiless, !outgoing.headers.contains(name: "Accept-Encoding") {
             outgoing.headers.add(name: "Accept-Encoding", value: "identity")
         }
         if let upload {

@@ -144,6 +144,16 @@ struct PhotosTests {
         }
     }
 
+    @Test("a thumbnail's cache file stays in the cache folder whatever path and rev the server sends")
+    func thumbnailFileStaysInItsFolder() throws {
+        let paths = ByteClubPaths(environment: ["HOME": "/tmp/byteclub-home", "XDG_CACHE_HOME": "/tmp/byteclub-cache"])
+        let club = ByteClub(account: ByteClubAccount(server: URL(string: "http://127.0.0.1:9")!, accessToken: "t"), paths: paths)
+        let metadata = try JSONDecoder().decode(FileMetadata.self, from: Data(#"{"path": "/byteclub/photos/../../a.jpg", "rev": "x/../../../evil"}"#.utf8))
+        let file = club.thumbnailFile(for: Photo(metadata: metadata, thumbnail: nil))
+        #expect(file.deletingLastPathComponent().path == "/tmp/byteclub-cache/byteclub/thumbnails", "\(file.path)")
+        #expect(!file.lastPathComponent.contains("/"))
+    }
+
     static func json(_ text: String) throws -> [[String: Any]] {
         let start = text.firstIndex(of: "[") ?? text.startIndex
         let end = text.lastIndex(of: "]").map { text.index(after: $0) } ?? text.endIndex

@@ -95,6 +95,23 @@ struct URLSessionSpellingTests {
         }
     }
 
+    @Test("only a timeout set on the request overrides the configuration's; a call made by a cancelled Swift task is cancelled")
+    func timeoutsAndEarlyCancellation() async throws {
+        #expect(URLRequest(url: URL(string: "http://127.0.0.1/")!).request?.timeoutInterval == nil, "60 s shown, the configuration's used")
+        var request = URLRequest(url: URL(string: "http://127.0.0.1/")!)
+        #expect(request.timeoutInterval == 60)
+        request.timeoutInterval = 5
+        #expect(request.request?.timeoutInterval == 5)
+        try await withServer { server in
+            let url = server.url("/bytes/10")
+            let outcome = await Task {
+                withUnsafeCurrentTask { $0?.cancel() }
+                do { _ = try await URLSession.shared.data(from: url); return "answered" } catch let error as URLError { return "\(error.code.rawValue)" } catch { return "\(error)" }
+            }.value
+            #expect(outcome == "\(URLError.Code.cancelled.rawValue)", "\(outcome)")
+        }
+    }
+
     @Test("task.progress follows the bytes and completes; cancelling the progress cancels the task")
     func progress() async throws {
         try await withServer { server in
@@ -102,16 +119,25 @@ struct URLSessionSpellingTests {
             let (file, _) = try await session.download(from: server.url("/bytes/200000?seed=9"))
             try? FileManager.default.removeItem(at: file)
             let watched = session.downloadTask(with: server.url("/bytes/300000?seed=5"))
-            let overall = Progress(totalUnitCount: 1)
-            overall.addChild(watched.progress, withPendingUnitCount: 1)
+            // Progress has no lock on Linux: read and parent it on Ferry's progress queue.
+            let overall = SessionTask.progressQueue.sync {
+                let overall = Progress.discreteProgress(totalUnitCount: 1)
+                overall.addChild(watched.progress, withPendingUnitCount: 1)
+                return overall
+            }
             watched.resume()
-            try await poll(until: "the download's progress to complete", timeout: .seconds(20)) { watched.progress.fractionCompleted == 1 }
-            #expect(watched.progress.totalUnitCount == 300_000 && watched.progress.completedUnitCount == 300_000)
-            #expect(overall.fractionCompleted == 1, "a child of the app's own Progress")
+            try await poll(until: "the download's progress to complete", timeout: .seconds(20)) {
+                SessionTask.progressQueue.sync { watched.progress.fractionCompleted == 1 }
+            }
+            let (total, completed, parent) = SessionTask.progressQueue.sync {
+                (watched.progress.totalUnitCount, watched.progress.completedUnitCount, overall.fractionCompleted)
+            }
+            #expect(total == 300_000 && completed == 300_000)
+            #expect(parent == 1, "a child of the app's own Progress")
 
             let slow = session.downloadTask(with: server.url("/bytes/3000000?seed=6&drip=500000"))
             slow.resume()
-            try await poll(until: "some bytes", timeout: .seconds(20)) { slow.progress.completedUnitCount > 0 }
+            try await poll(until: "some bytes", timeout: .seconds(20)) { SessionTask.progressQueue.sync { slow.progress.completedUnitCount > 0 } }
             slow.progress.cancel()
             try await poll(until: "the task to be cancelled through its progress", timeout: .seconds(10)) { slow.state == .completed }
             #expect((slow.error as? URLError)?.code == .cancelled)

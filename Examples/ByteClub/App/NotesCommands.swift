@@ -27,7 +27,9 @@ struct Notes: AsyncParsableCommand {
 
         func run() async throws {
             let (text, _) = try await signedInClub().readNote(named: noteName(name))
-            print(text, terminator: text.hasSuffix("\n") ? "" : "\n")
+            // Exact when piped; on a terminal, control characters are shown, not obeyed.
+            let shown = isatty(STDOUT_FILENO) == 1 ? displaySafe(text, keepingNewlines: true) : text
+            print(shown, terminator: shown.hasSuffix("\n") ? "" : "\n")
         }
     }
 
@@ -78,15 +80,24 @@ func noteText(editing initial: String, fromStandardInput: Bool = true) throws ->
     if fromStandardInput && isatty(STDIN_FILENO) == 0 {
         return String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
     }
-    let file = FileManager.default.temporaryDirectory.appendingPathComponent("byteclub-note-\(getpid()).txt")
-    defer { try? FileManager.default.removeItem(at: file) }
-    try Data(initial.utf8).write(to: file)
+    // A folder of the member's own (0700, a name nobody can guess), so no one else reads the note.
+    var template = Array((FileManager.default.temporaryDirectory.path + "/byteclub-XXXXXX").utf8CString)
+    guard let made = mkdtemp(&template) else { throw ByteClubError.local("cannot make a temporary folder for the editor") }
+    let folder = URL(fileURLWithPath: String(cString: made))
+    defer { try? FileManager.default.removeItem(at: folder) }
+    let file = folder.appendingPathComponent("note.txt")
+    try Data(initial.utf8).write(to: file, options: .withoutOverwriting)
     let editor = ProcessInfo.processInfo.environment["VISUAL"] ?? ProcessInfo.processInfo.environment["EDITOR"] ?? "vi"
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/bin/sh")
     process.arguments = ["-c", "\(editor) \"$1\"", "editor", file.path]
     try process.run()
+    // Ctrl-C in the editor is the editor's (vi leaves insert mode with it), not a reason to quit.
+    let interrupt = signal(SIGINT, SIG_IGN)
+    let quit = signal(SIGQUIT, SIG_IGN)
     process.waitUntilExit()
+    signal(SIGINT, interrupt)
+    signal(SIGQUIT, quit)
     guard process.terminationStatus == 0 else { throw ByteClubError.cancelled }
     return String(decoding: try Data(contentsOf: file), as: UTF8.self)
 }

@@ -114,8 +114,23 @@ func printColumns(_ rows: [[String]]) {
     for line in columns(rows) { print(line) }
 }
 
-/// The lines of `rows` as columns padded to their widest cell.
+/// `text` safe to print: control characters (C0 but newlines when `keepingNewlines`, DEL, C1)
+/// become `�`, tabs spaces — names and notes come from other members, and an escape sequence in
+/// one must not reach the terminal.
+func displaySafe(_ text: String, keepingNewlines: Bool = false) -> String {
+    String(String.UnicodeScalarView(text.unicodeScalars.map { scalar -> Unicode.Scalar in
+        switch scalar.value {
+        case 0x0A where keepingNewlines: scalar
+        case 0x09: " "
+        case 0x00...0x1F, 0x7F...0x9F: "\u{FFFD}"
+        default: scalar
+        }
+    }))
+}
+
+/// The lines of `rows` as columns padded to their widest cell (cells made safe to print).
 func columns(_ rows: [[String]]) -> [String] {
+    let rows = rows.map { $0.map { displaySafe($0) } }
     let widths = rows.reduce(into: [Int]()) { widths, row in
         for (column, cell) in row.enumerated() {
             if column == widths.count { widths.append(0) }

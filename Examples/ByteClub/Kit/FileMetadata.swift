@@ -90,4 +90,9 @@ public struct Photo: Sendable, Equatable, Codable {
     /// The thumbnail's file in the cache, when it could be fetched.
     public var thumbnail: URL?
     public var name: String { metadata.name }
+
+    public init(metadata: FileMetadata, thumbnail: URL? = nil) {
+        self.metadata = metadata
+        self.thumbnail = thumbnail
+    }
 }

@@ -68,8 +68,9 @@ extension ByteClub {
         defer { self.progress.stopWatching(task) }
         try await run(task, cancel: { Task { _ = await task.cancelByProducingResumeData() } }) {}
         if let error = task.error {
-            // Ctrl-C, or a connection lost for good: keep what can continue.
-            if let data = error.resumeData { try resume.save(data) }
+            // Ctrl-C, or a connection lost for good: keep what can continue; never keep what cannot.
+            if let data = error.resumeData { try resume.save(data) } else { resume.remove() }
+            if error.code == .cannotDecodeResumeData { return try await downloadPhoto(named: name, to: destination, progress: progress) }
             if error.code == .cancelled { throw ByteClubError.cancelled }
             throw ByteClubError.from(error)
         }

@@ -8,9 +8,10 @@ extension ByteClub {
     /// Where a photo's thumbnail is cached: by path and revision, so a new revision of a photo
     /// gets a new thumbnail and an unchanged one is never fetched again.
     public func thumbnailFile(for photo: Photo) -> URL {
-        let name = photo.metadata.path.lowercased().addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? photo.name
+        // Both parts escaped: they come from the server, and a `/` or `..` must not leave the folder.
+        func escaped(_ text: String) -> String { text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "_" }
         return paths.cache.appendingPathComponent("thumbnails", isDirectory: true)
-            .appendingPathComponent("\(name)@\(photo.metadata.rev ?? "0").jpg")
+            .appendingPathComponent("\(escaped(photo.metadata.path.lowercased()))@\(escaped(photo.metadata.rev ?? "0")).jpg")
     }
 
     /// The photos with their thumbnails, fetched by download tasks (``thumbnailsAtOnce`` at a

@@ -6,20 +6,21 @@ import NIOConcurrencyHelpers
 /// URLSession delegate's method has returned (or called its completion handler), so the order
 /// and the "move the file before returning" rule hold.
 final class DelegateBridge: SessionDelegate {
-    /// The URLSession, held until the session is invalidated.
-    let owner = NIOLockedValueBox<URLSession?>(nil)
+    /// The URLSession, held until the session is invalidated. Calls wait for it: a background
+    /// session starts delivering ferryd's stored events while `URLSession.init` is still running.
+    let owner = OwnerGate()
 
     /// The session, the view of `task`, and the delegate to call: the task's own if it has
     /// one of the kind `P`, else the session's.
-    private func target<P: Sendable>(_ task: SessionTask, _ kind: P.Type) -> (URLSession, URLSessionTask, P)? {
-        guard let urlSession = owner.withLockedValue({ $0 }) else { return nil }
+    private func target<P: Sendable>(_ task: SessionTask, _ kind: P.Type) async -> (URLSession, URLSessionTask, P)? {
+        guard let urlSession = await owner.current() else { return nil }
         let view = urlSession.view(task)
         guard let delegate = (view.delegate as? P) ?? (urlSession.delegate as? P) else { return nil }
         return (urlSession, view, delegate)
     }
 
     private func call<P: Sendable>(_ task: SessionTask, _ kind: P.Type, _ work: @escaping @Sendable (URLSession, URLSessionTask, P) -> Void) async {
-        guard let (urlSession, view, delegate) = target(task, kind) else { return }
+        guard let (urlSession, view, delegate) = await target(task, kind) else { return }
         await URLSession.run(on: urlSession.delegateQueue) { work(urlSession, view, delegate) }
     }
 
@@ -28,7 +29,7 @@ final class DelegateBridge: SessionDelegate {
         _ task: SessionTask, _ kind: P.Type, otherwise: Answer,
         _ work: @escaping @Sendable (URLSession, URLSessionTask, P, @escaping @Sendable (Answer) -> Void) -> Void
     ) async -> Answer {
-        guard let (urlSession, view, delegate) = target(task, kind) else { return otherwise }
+        guard let (urlSession, view, delegate) = await target(task, kind) else { return otherwise }
         return await withCheckedContinuation { continuation in
             let answered = NIOLockedValueBox(false)
             urlSession.delegateQueue.addOperation {
@@ -42,6 +43,9 @@ final class DelegateBridge: SessionDelegate {
     }
 
     func session(_ session: Session, dataTask: DataTask, didReceive response: Response) async -> ResponseDisposition {
+        // As on the platform: a task with a completion handler (the async methods' too) gets
+        // its response and body there, not through the data delegate.
+        guard dataTask.completionHandler == nil else { return .allow }
         let disposition = await ask(dataTask, (any URLSessionDataDelegate).self, otherwise: URLSession.ResponseDisposition.allow) { s, view, d, answer in
             d.urlSession(s, dataTask: view as! URLSessionDataTask, didReceive: HTTPURLResponse(response), completionHandler: answer)
         }
@@ -50,6 +54,7 @@ final class DelegateBridge: SessionDelegate {
     }
 
     func session(_ session: Session, dataTask: DataTask, didReceive data: Data) async {
+        guard dataTask.completionHandler == nil else { return }
         await call(dataTask, (any URLSessionDataDelegate).self) { s, view, d in d.urlSession(s, dataTask: view as! URLSessionDataTask, didReceive: data) }
     }
 
@@ -87,7 +92,7 @@ final class DelegateBridge: SessionDelegate {
 
     func session(_ session: Session, task: SessionTask, didCompleteWithError error: FerryError?) async {
         await call(task, (any URLSessionTaskDelegate).self) { s, view, d in d.urlSession(s, task: view, didCompleteWithError: error.map(URLError.init)) }
-        owner.withLockedValue { $0 }?.forget(task)
+        await owner.current()?.forget(task)
     }
 
     func session(_ session: Session, taskIsWaitingForConnectivity task: SessionTask) async {
@@ -95,15 +100,58 @@ final class DelegateBridge: SessionDelegate {
     }
 
     func session(_ session: Session, didBecomeInvalidWithError error: FerryError?) async {
-        guard let urlSession = owner.withLockedValue({ $0 }) else { return }
+        guard let urlSession = await owner.current() else { return }
         if let delegate = urlSession.delegate {
                 await URLSession.run(on: urlSession.delegateQueue) { delegate.urlSession(urlSession, didBecomeInvalidWithError: error.map(URLError.init)) }
         }
-        owner.withLockedValue { $0 = nil }
+        owner.release()
     }
 
     func sessionDidFinishEvents(forBackgroundSession session: Session) async {
-        guard let urlSession = owner.withLockedValue({ $0 }), let delegate = urlSession.delegate else { return }
+        guard let urlSession = await owner.current(), let delegate = urlSession.delegate else { return }
         await URLSession.run(on: urlSession.delegateQueue) { delegate.urlSessionDidFinishEvents(forBackgroundURLSession: urlSession) }
+    }
+}
+
+/// The URLSession a bridge serves: set once after `URLSession.init` made its `Session`,
+/// released at invalidation. `current()` waits while it is not set yet.
+final class OwnerGate: Sendable {
+    private struct State {
+        var owner: URLSession?
+        var released = false
+        var waiters: [CheckedContinuation<URLSession?, Never>] = []
+    }
+    private let state = NIOLockedValueBox(State())
+
+    func set(_ owner: URLSession) {
+        let waiters = state.withLockedValue { state in
+            state.owner = owner
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume(returning: owner) }
+    }
+
+    func release() {
+        let waiters = state.withLockedValue { state in
+            state.owner = nil
+            state.released = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume(returning: nil) }
+    }
+
+    func current() async -> URLSession? {
+        if let ready = state.withLockedValue({ $0.released ? Optional<URLSession?>.some(nil) : $0.owner.map { Optional($0) } }) { return ready }
+        return await withCheckedContinuation { continuation in
+            let ready = state.withLockedValue { state -> URLSession?? in
+                if state.released { return .some(nil) }
+                if let owner = state.owner { return .some(owner) }
+                state.waiters.append(continuation)
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
     }
 }

@@ -35,7 +35,13 @@ public struct URLRequest: Hashable, Sendable, CustomStringConvertible {
     }
     private var method = "GET"
     public var httpBody: Data?
-    public var timeoutInterval: TimeInterval
+    /// 60 s unless set; only a value set here overrides the configuration's
+    /// `timeoutIntervalForRequest` (the platform's rule).
+    public var timeoutInterval: TimeInterval {
+        get { explicitTimeout ?? 60 }
+        set { explicitTimeout = newValue }
+    }
+    private var explicitTimeout: TimeInterval?
     public var cachePolicy: CachePolicy
     /// Kept for ported code; Ferry keeps no cookie store yet (docs/porting.md).
     public var httpShouldHandleCookies = true
@@ -49,12 +55,13 @@ public struct URLRequest: Hashable, Sendable, CustomStringConvertible {
     public init(url: URL, cachePolicy: CachePolicy = .useProtocolCachePolicy, timeoutInterval: TimeInterval = 60) {
         self.url = url
         self.cachePolicy = cachePolicy
-        self.timeoutInterval = timeoutInterval
+        if timeoutInterval != 60 { explicitTimeout = timeoutInterval }
     }
 
     /// The URLSession spelling of a Ferry request.
     public init(_ request: Request) {
-        self.init(url: request.url, timeoutInterval: request.timeoutInterval ?? 60)
+        self.init(url: request.url)
+        explicitTimeout = request.timeoutInterval
         method = request.method
         headers = request.headers
         httpBody = request.body
@@ -97,7 +104,7 @@ public struct URLRequest: Hashable, Sendable, CustomStringConvertible {
     public var request: Request? {
         guard let url else { return nil }
         var request = Request(url: url, method: method.uppercased(), headers: headers, body: httpBody)
-        request.timeoutInterval = timeoutInterval
+        request.timeoutInterval = explicitTimeout
         request.expectedSHA256 = expectedSHA256
         return request
     }

@@ -106,6 +106,8 @@ extension URLSession {
                 task.delegate = delegate
                 made.withLockedValue { $0 = task }
                 task.resume()
+                // Cancelled before the task existed: onCancel found nothing to cancel.
+                if Task.isCancelled { task.cancel() }
             }
         } onCancel: {
             made.withLockedValue { $0 }?.cancel()

@@ -53,7 +53,7 @@ open class URLSession: @unchecked Sendable {  // every stored property is immuta
         session = Session(configuration: self.configuration.configuration, delegate: bridge)
         // The bridge holds this session until it is invalidated, as the platform holds a session
         // and its delegate until then.
-        bridge.owner.withLockedValue { $0 = self }
+        bridge.owner.set(self)
     }
 
     public var sessionDescription: String? {

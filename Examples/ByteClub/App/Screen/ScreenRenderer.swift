@@ -39,9 +39,10 @@ struct ScreenRenderer {
         return frame
     }
 
-    /// `text` cut or padded to the width (characters, not cells: the app's own text is narrow).
+    /// `text` made safe, cut or padded to the width (characters, not cells).
     func fit(_ text: String) -> String {
-        text.count > width ? String(text.prefix(max(width - 1, 0))) + "…" : text.padding(toLength: width, withPad: " ", startingAt: 0)
+        let text = displaySafe(text)
+        return text.count > width ? String(text.prefix(max(width - 1, 0))) + "…" : text.padding(toLength: width, withPad: " ", startingAt: 0)
     }
 
     private func tabBar(_ current: ClubScreen.Tab) -> String {
@@ -89,7 +90,7 @@ struct ScreenRenderer {
         }
         let visible = max(height - 5, 1)
         let start = min(top, max(wrapped.count - visible, 0))
-        return [Self.bold + fit("  \(name)") + Self.plain] + wrapped.dropFirst(start).prefix(visible).map { "  " + $0 }
+        return [Self.bold + fit("  \(name)") + Self.plain] + wrapped.dropFirst(start).prefix(visible).map { "  " + displaySafe($0) }
     }
 
     /// The upload's progress while one runs, else the last thing said.
