@@ -40,6 +40,37 @@ struct BackgroundAllTasksTests {
         }
     }
 
+    @Test("URLSession's spelling in the background: a relaunched session's delegate gets the completion stored while the app was away, with its task's description")
+    func urlSessionRelaunch() async throws {
+        try await withDaemonAndServer { daemon, server in
+            let configuration = URLSessionConfiguration(daemon.configuration("bg.urlsession"))
+            let first = URLSession(configuration: configuration, delegate: nil, delegateQueue: nil)
+            var request = URLRequest(url: server.url("/upload"))
+            request.httpMethod = "PUT"
+            let upload = first.uploadTask(with: request, from: Data(repeating: 3, count: 2048))
+            upload.taskDescription = "sent while the app was away"
+            upload.resume()
+            first.finishTasksAndInvalidate()  // the completion waits in ferryd for the next process
+            try await poll(until: "ferryd to hold the completion", timeout: .seconds(20), every: .milliseconds(50)) {
+                let status = try await runFerry(["daemon", "status", "--json"], environment: daemon.environment)
+                let json = try JSONSerialization.jsonObject(with: Data(status.output.utf8)) as? [String: Any]
+                return (json?["undeliveredEventCount"] as? Int ?? 0) > 0
+            }
+            let uploads = Uploads()
+            let relaunched = try await eventually("a new owner of bg.urlsession", timeout: .seconds(5), every: .milliseconds(50)) { () -> URLSession? in
+                let made = URLSession(configuration: configuration, delegate: uploads, delegateQueue: nil)
+                if made.session.backgroundConnectionError == nil { return made }
+                made.invalidateAndCancel()
+                return nil
+            }
+            try await poll(until: "the stored completion to reach the URLSession delegate", timeout: .seconds(20)) { uploads.completed.count == 1 }
+            #expect(uploads.completed.first?.taskIdentifier == upload.taskIdentifier)
+            #expect(uploads.completed.first?.taskDescription == "sent while the app was away")
+            #expect(uploads.errors.first.map { $0 == nil } == true)
+            relaunched.invalidateAndCancel()
+        }
+    }
+
     @Test("a task backing off after a failed attempt says so in a relaunched allTasks, with when it tries next and its byte counts")
     func waitingTasksSaySo() async throws {
         try await withDaemonAndServer { daemon, server in
