@@ -149,6 +149,25 @@ struct ScreenTests {
         }
     }
 
+    @Test("SIGTERM puts the terminal back before byteclub exits")
+    func terminatedCleanly() async throws {
+        try await ClubFixture.with { club in
+            let tmux = try Self.start(club)
+            defer { tmux.kill() }
+            _ = try await tmux.waitForScreen(containing: "q quit")
+            let pids = try await eventually("the byteclub process", timeout: .seconds(5)) { () -> [Int32]? in
+                let found = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap(Int32.init).filter { pid in
+                    (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe"))?.hasSuffix("/byteclub") == true
+                        && (FileManager.default.contents(atPath: "/proc/\(pid)/environ").map { String(decoding: $0, as: UTF8.self).contains(club.root.path) } ?? false)
+                }
+                return found.isEmpty ? nil : found
+            }
+            for pid in pids { kill(pid, SIGTERM) }
+            let screen = try await tmux.waitForScreen(containing: "exit status 143")
+            #expect(!screen.contains("q quit"), "the alternate screen is gone:\n\(screen)")
+        }
+    }
+
     @Test("the screen follows a window resize")
     func resize() async throws {
         try await ClubFixture.with { club in

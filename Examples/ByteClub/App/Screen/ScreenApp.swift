@@ -29,6 +29,18 @@ struct ScreenApp {
         resizes.setEventHandler { post.yield(.resized) }
         resizes.resume()
         defer { resizes.cancel() }
+        // Killed politely (SIGTERM, a closed terminal's SIGHUP): the terminal is put back first.
+        let endings = [SIGTERM, SIGHUP].map { number -> any DispatchSourceSignal in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler {
+                terminal.leave()
+                exit(128 + number)
+            }
+            source.resume()
+            return source
+        }
+        defer { endings.forEach { $0.cancel() } }
 
         var screen = ClubScreen()
         var upload: Task<Void, Never>?
