@@ -123,28 +123,24 @@ final class OwnerGate: Sendable {
     }
     private let state = NIOLockedValueBox(State())
 
-    func set(_ owner: URLSession) {
+    func set(_ owner: URLSession) { settle(owner: owner, released: false) }
+
+    func release() { settle(owner: nil, released: true) }
+
+    /// Records the owner (or its release) and answers everyone waiting for it.
+    private func settle(owner: URLSession?, released: Bool) {
         let waiters = state.withLockedValue { state in
             state.owner = owner
+            state.released = released
             defer { state.waiters = [] }
             return state.waiters
         }
         for waiter in waiters { waiter.resume(returning: owner) }
     }
 
-    func release() {
-        let waiters = state.withLockedValue { state in
-            state.owner = nil
-            state.released = true
-            defer { state.waiters = [] }
-            return state.waiters
-        }
-        for waiter in waiters { waiter.resume(returning: nil) }
-    }
-
     func current() async -> URLSession? {
-        if let ready = state.withLockedValue({ $0.released ? Optional<URLSession?>.some(nil) : $0.owner.map { Optional($0) } }) { return ready }
-        return await withCheckedContinuation { continuation in
+        await withCheckedContinuation { continuation in
+            // nil: not settled yet, so the continuation waits; .some(x): the answer now.
             let ready = state.withLockedValue { state -> URLSession?? in
                 if state.released { return .some(nil) }
                 if let owner = state.owner { return .some(owner) }
