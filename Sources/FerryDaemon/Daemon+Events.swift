@@ -58,13 +58,17 @@ extension Daemon {
                 update(session) { $0.pump.again() }
                 continue
             }
+            var events: [DaemonMessage] = []
             for record in records {
                 do {
-                    guard connection.send(.event(try record.event())) else { return }
+                    events.append(.event(try record.event()))
                 } catch {
                     logger.error("a stored event does not decode; skipped", metadata: ["session": "\(session)", "sequence": "\(record.sequence)", "error": "\(error)"])
                 }
-                update(session) { $0.sent(upTo: record.sequence) }
+            }
+            guard connection.send(events) == events.count else { return }
+            if let last = records.last {
+                update(session) { $0.sent(upTo: last.sequence) }
                 sentAny = true
             }
             if records.count == 200 { update(session) { $0.pump.again() } }

@@ -326,11 +326,11 @@ extension Daemon {
             stored.uploadResourceURL = nil
             stored.uploadInteropVersion = nil
         }
+        deliver(key.session)  // first: the owner hears of it before the clean-up below
         await discardSpooledBody(of: completed)
         activity.completedTasks += 1
         announcedWaiting.remove(key)
         logger.info("task completed", metadata: ["status": "\(result.response.statusCode)", "requests": "\(result.requestCount)"])
-        deliver(key.session)
     }
 
     /// The rulebook's answer for a failed attempt (a retryable status decided it already):

@@ -257,37 +257,50 @@ public actor Daemon {
         }
     }
 
+    /// Submissions are handed to the store in slices of `submissionSlice`, all before the
+    /// first is awaited: the store commits them in order, and the first slice's answers go out
+    /// while the rest are written (so a client that keeps many submissions in flight gets
+    /// answers, and sends more, sooner).
+    static let submissionSlice = 64
+
     private func handleSubmissions(_ run: [(id: UInt64, submission: TaskSubmission)], from connection: ClientConnection) async {
-        var prepared: [(id: UInt64, task: NewTask)] = []
         var sessions = SessionLookup()
-        for (id, submission) in run {
-            do {
-                let request = FerryProtocol.Request.submit(submission)
-                try request.validate()
-                guard try await mayChange(request, session: submission.sessionIdentifier, from: connection) else {
-                    throw FerryProtocolError(.notOwner, "this connection does not own session \(submission.sessionIdentifier): attach with owner: true first")
+        var handedIn: [(ids: [UInt64], write: PendingWrite<[Result<SubmitResult, FerryStoreError>]>)] = []
+        for slice in stride(from: 0, to: run.count, by: Self.submissionSlice).map({ run[$0..<min($0 + Self.submissionSlice, run.count)] }) {
+            var prepared: [(id: UInt64, task: NewTask)] = []
+            for (id, submission) in slice {
+                do {
+                    let request = FerryProtocol.Request.submit(submission)
+                    try request.validate()
+                    guard try await mayChange(request, session: submission.sessionIdentifier, from: connection) else {
+                        throw FerryProtocolError(.notOwner, "this connection does not own session \(submission.sessionIdentifier): attach with owner: true first")
+                    }
+                    // Each session is read once per run, not once per task.
+                    guard let session = try await sessions.record(submission.sessionIdentifier, in: store) else {
+                        throw unknownSession(submission.sessionIdentifier)
+                    }
+                    prepared.append((id, try await prepare(submission, session: session)))
+                } catch {
+                    connection.send(.failure(id: id, Self.protocolError(error)))
                 }
-                // Each session is read once per run, not once per task.
-                guard let session = try await sessions.record(submission.sessionIdentifier, in: store) else {
-                    throw unknownSession(submission.sessionIdentifier)
-                }
-                prepared.append((id, try await prepare(submission, session: session)))
-            } catch {
-                connection.send(.failure(id: id, Self.protocolError(error)))
+            }
+            if !prepared.isEmpty {
+                handedIn.append((prepared.map(\.id), store.submitting(all: prepared.map(\.task), now: clock.now)))
             }
         }
         activity.requests += run.count
-        guard !prepared.isEmpty else { return }
-        do {
-            let results = try await store.submit(all: prepared.map(\.task), now: clock.now)
-            for ((id, _), result) in zip(prepared, results) {
-                switch result {
-                case .success(let stored): connection.send(.reply(id: id, .submitted(submitted(stored))))
-                case .failure(let error): connection.send(.failure(id: id, Self.protocolError(error)))
-                }
+        for (ids, write) in handedIn {
+            do {
+                let results = try await write.value
+                connection.send(zip(ids, results).map { id, result in
+                    switch result {
+                    case .success(let stored): .reply(id: id, .submitted(submitted(stored)))
+                    case .failure(let error): .failure(id: id, Self.protocolError(error))
+                    }
+                })
+            } catch {
+                connection.send(ids.map { .failure(id: $0, Self.protocolError(error)) })
             }
-        } catch {
-            for (id, _) in prepared { connection.send(.failure(id: id, Self.protocolError(error))) }
         }
     }
 

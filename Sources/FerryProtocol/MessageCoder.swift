@@ -12,14 +12,27 @@ public import NIOCore
 public struct MessageCoder: Sendable {
     public init() {}
 
-    /// The JSON payload of one message: keys sorted, dates as seconds since 1970, bytes as base64.
-    public func encode(_ message: some Encodable) throws(FerryProtocolError) -> ByteBuffer {
+    // One of each, set up once: they keep no state between calls (ferryd encodes a reply per
+    // request, so making them anew each time showed in its profile).
+    private static let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .secondsSince1970
         encoder.dataEncodingStrategy = .base64
+        return encoder
+    }()
+
+    private static let decoder: JSONDecoder = {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .secondsSince1970
+        decoder.dataDecodingStrategy = .base64
+        return decoder
+    }()
+
+    /// The JSON payload of one message: keys sorted, dates as seconds since 1970, bytes as base64.
+    public func encode(_ message: some Encodable) throws(FerryProtocolError) -> ByteBuffer {
         do {
-            return ByteBuffer(bytes: try encoder.encode(message))
+            return ByteBuffer(bytes: try Self.encoder.encode(message))
         } catch {
             throw FerryProtocolError(.internalError, "cannot encode \(type(of: message)): \(error)")
         }
@@ -33,11 +46,8 @@ public struct MessageCoder: Sendable {
     public func decode<Message: Decodable>(
         _ type: Message.Type, from payload: ByteBuffer
     ) throws(FerryProtocolError) -> Message {
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .secondsSince1970
-        decoder.dataDecodingStrategy = .base64
         do {
-            return try decoder.decode(Message.self, from: Data(payload.readableBytesView))
+            return try Self.decoder.decode(Message.self, from: Data(payload.readableBytesView))
         } catch let unknown as UnknownType {
             throw FerryProtocolError(
                 .unknownMessageType,

@@ -1,4 +1,5 @@
 public import Foundation
+import GRDB
 
 /// A stored event, waiting for its session's owner to acknowledge it: one row of `event`.
 ///
@@ -9,7 +10,7 @@ public import Foundation
 /// let event = try await store.appendEvent(NewEvent(
 ///     sessionIdentifier: "com.example.bg", taskIdentifier: 3, kind: "completed", payload: #"{"type":"completed"}"#))
 /// ```
-public struct EventRecord: Hashable, Sendable, Codable {
+public struct EventRecord: Hashable, Sendable {
     public var sequence: Int64
     public var sessionIdentifier: String
     /// nil for an event about the session as a whole.
@@ -18,18 +19,28 @@ public struct EventRecord: Hashable, Sendable, Codable {
     /// JSON text; the store refuses anything that is not valid JSON.
     public var payload: String
     public var createdAt: Date
-
-    enum CodingKeys: String, CodingKey {
-        case sequence, kind, payload
-        case sessionIdentifier = "session_identifier"
-        case taskIdentifier = "task_identifier"
-        case createdAt = "created_at"
-    }
 }
 
 extension EventRecord: StoredRecord {
-    static let databaseTableName = "event"
-    static let identityColumns = ["sequence"]
+    static let table = StoredTable(
+        "event", columns: ["sequence", "session_identifier", "task_identifier", "kind", "payload", "created_at"],
+        identity: ["sequence"])
+
+    init(row: inout RowReader) throws {
+        sequence = try row.value()
+        sessionIdentifier = try row.value()
+        taskIdentifier = try row.optional()
+        kind = try row.value()
+        payload = try row.value()
+        createdAt = try row.date()
+    }
+
+    func columnValues() throws -> [DatabaseValue] {
+        [
+            sequence.databaseValue, sessionIdentifier.databaseValue, taskIdentifier.storedValue, kind.databaseValue,
+            payload.databaseValue, createdAt.storedValue,
+        ]
+    }
 }
 
 /// An event to store: ``EventRecord`` before it has a sequence number.

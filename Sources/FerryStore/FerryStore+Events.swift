@@ -18,7 +18,7 @@ extension FerryStore {
         try await read("read the events of \(session)") { db in
             try EventRecord.fetchAll(
                 db,
-                sql: "SELECT * FROM event WHERE session_identifier = ? AND sequence > ? ORDER BY sequence LIMIT ?",
+                "WHERE session_identifier = ? AND sequence > ? ORDER BY sequence LIMIT ?",
                 arguments: [session, sequence, max(0, limit)])
         }
     }
@@ -73,12 +73,11 @@ extension FerryStore {
     }
 
     static func insertEvent(_ db: Database, _ event: NewEvent, now: Date) throws -> EventRecord {
-        try db.execute(
-            sql: """
+        try db.cachedStatement(sql: """
                 INSERT INTO event (session_identifier, task_identifier, kind, payload, created_at)
                 VALUES (?, ?, ?, ?, ?)
-                """,
-            arguments: [event.sessionIdentifier, event.taskIdentifier, event.kind, event.payload, now.timeIntervalSince1970])
+                """)
+            .execute(arguments: [event.sessionIdentifier, event.taskIdentifier, event.kind, event.payload, now.timeIntervalSince1970])
         return EventRecord(
             sequence: db.lastInsertedRowID, sessionIdentifier: event.sessionIdentifier, taskIdentifier: event.taskIdentifier,
             kind: event.kind, payload: event.payload, createdAt: now)

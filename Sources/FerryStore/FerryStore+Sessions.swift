@@ -16,13 +16,13 @@ extension FerryStore {
         now: Date = Date()
     ) async throws -> (session: SessionRecord, created: Bool) {
         try await write("open session \(identifier)") { db in
-            if let existing = try SessionRecord.fetchOne(db, sql: "SELECT * FROM session WHERE identifier = ?", arguments: [identifier]) {
+            if let existing = try SessionRecord.fetchOne(db, "WHERE identifier = ?", arguments: [identifier]) {
                 return (existing, false)
             }
             let session = SessionRecord(
                 identifier: identifier, appBundleIdentifier: appBundleIdentifier,
                 sharedContainerIdentifier: sharedContainerIdentifier, keepsEvents: keepsEvents, createdAt: now)
-            try Stored(session).insert(db)
+            try session.insert(db)
             return (session, true)
         }
     }
@@ -30,14 +30,14 @@ extension FerryStore {
     /// The session with this identifier, if there is one.
     public func session(_ identifier: String) async throws -> SessionRecord? {
         try await read("read session \(identifier)") { db in
-            try SessionRecord.fetchOne(db, sql: "SELECT * FROM session WHERE identifier = ?", arguments: [identifier])
+            try SessionRecord.fetchOne(db, "WHERE identifier = ?", arguments: [identifier])
         }
     }
 
     /// Every session, oldest first.
     public func sessions() async throws -> [SessionRecord] {
         try await read("list sessions") { db in
-            try SessionRecord.fetchAll(db, sql: "SELECT * FROM session ORDER BY created_at, identifier")
+            try SessionRecord.fetchAll(db, "ORDER BY created_at, identifier")
         }
     }
 
@@ -61,9 +61,8 @@ extension FerryStore {
         transferOptions: SessionTransferOptions? = nil
     ) async throws -> SessionRecord {
         let path = self.path
-        let encoder = JSONEncoder()
-        let access = try networkAccess.map { String(decoding: try encoder.encode($0), as: UTF8.self) }
-        let options = try transferOptions.map { String(decoding: try encoder.encode($0), as: UTF8.self) }
+        let access = try JSONColumn.value(networkAccess)
+        let options = try JSONColumn.value(transferOptions)
         return try await write("configure session \(identifier)") { db in
             try db.execute(
                 sql: """
@@ -72,7 +71,7 @@ extension FerryStore {
                     WHERE identifier = ?
                     """,
                 arguments: [maximumConnectionsPerHost, access, options, identifier])
-            guard let session = try SessionRecord.fetchOne(db, sql: "SELECT * FROM session WHERE identifier = ?", arguments: [identifier])
+            guard let session = try SessionRecord.fetchOne(db, "WHERE identifier = ?", arguments: [identifier])
             else { throw FerryStoreError.unknownSession(identifier, path: path) }
             return session
         }
@@ -82,7 +81,7 @@ extension FerryStore {
     /// `listSessions`, in one read.
     public func sessionSummaries() async throws -> [SessionSummary] {
         try await read("summarise sessions") { db in
-            let sessions = try SessionRecord.fetchAll(db, sql: "SELECT * FROM session ORDER BY created_at, identifier")
+            let sessions = try SessionRecord.fetchAll(db, "ORDER BY created_at, identifier")
             var tasks: [String: Int] = [:]
             for row in try Row.fetchAll(db, sql: "SELECT session_identifier AS s, COUNT(*) AS n FROM task GROUP BY s") {
                 tasks[row["s"]] = row["n"]
@@ -108,13 +107,10 @@ extension FerryStore {
     }
 
     static func reserveTaskIdentifier(_ db: Database, session: String, path: String) throws -> Int {
-        // Once per submission: statements compiled once per connection.
-        try db.cachedStatement(sql: "UPDATE session SET last_task_identifier = last_task_identifier + 1 WHERE identifier = ?")
-            .execute(arguments: [session])
-        guard db.changesCount == 1,
-            let identifier = try Int.fetchOne(
-                db.cachedStatement(sql: "SELECT last_task_identifier FROM session WHERE identifier = ?"), arguments: [session])
-        else {
+        // Once per submission: one statement, compiled once per connection.
+        let statement = try db.cachedStatement(
+            sql: "UPDATE session SET last_task_identifier = last_task_identifier + 1 WHERE identifier = ? RETURNING last_task_identifier")
+        guard let identifier = try Int.fetchOne(statement, arguments: [session]) else {
             throw FerryStoreError.unknownSession(session, path: path)
         }
         return identifier

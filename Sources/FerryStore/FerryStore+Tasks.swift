@@ -25,8 +25,15 @@ extension FerryStore {
     /// come in the order of `tasks`; an idempotency key used earlier in the same batch
     /// returns that task.
     public func submit(all tasks: [NewTask], now: Date = Date()) async throws -> [Result<SubmitResult, FerryStoreError>] {
+        try await submitting(all: tasks, now: now).value
+    }
+
+    /// ``submit(all:now:)`` handed to the writer now, answered later: batches handed in one
+    /// after the other are committed in that order, so a client's next batch can be prepared
+    /// while the last is written.
+    public func submitting(all tasks: [NewTask], now: Date = Date()) -> PendingWrite<[Result<SubmitResult, FerryStoreError>]> {
         let path = self.path
-        return try await write("submit \(tasks.count) tasks") { db in
+        return enqueueWrite("submit \(tasks.count) tasks") { db in
             var results: [Result<SubmitResult, FerryStoreError>] = []
             for task in tasks {
                 var result: Result<SubmitResult, FerryStoreError>?
@@ -46,9 +53,9 @@ extension FerryStore {
     }
 
     static func insert(_ task: NewTask, _ db: Database, now: Date, path: String) throws -> SubmitResult {
-        if let key = task.idempotencyKey,
+        if let key = task.task.options.idempotencyKey,
             let existing = try TaskRecord.fetchOne(
-                db, sql: "SELECT * FROM task WHERE session_identifier = ? AND idempotency_key = ?",
+                db, "WHERE session_identifier = ? AND idempotency_key = ?",
                 arguments: [task.sessionIdentifier, key])
         {
             return SubmitResult(task: existing, isNew: false)
@@ -70,7 +77,7 @@ extension FerryStore {
             identifier = try Self.reserveTaskIdentifier(db, session: task.sessionIdentifier, path: path)
         }
         let record = task.record(identifier: identifier, now: now)
-        try Stored(record).insertWithCachedStatement(db)
+        try record.insert(db)
         return SubmitResult(task: record, isNew: true)
     }
 
@@ -87,7 +94,7 @@ extension FerryStore {
         try await read("list the tasks of \(session)") { db in
             try TaskRecord.fetchAll(
                 db,
-                sql: "SELECT * FROM task WHERE session_identifier = ? AND task_identifier > ? ORDER BY task_identifier LIMIT ?",
+                "WHERE session_identifier = ? AND task_identifier > ? ORDER BY task_identifier LIMIT ?",
                 arguments: [session, after, limit.map { max(0, $0) } ?? -1])
         }
     }
@@ -100,8 +107,7 @@ extension FerryStore {
         try await read("list runnable tasks") { db in
             try TaskRecord.fetchAll(
                 db,
-                sql: """
-                    SELECT * FROM task
+                """
                     WHERE state = 'waiting' AND runnable_at <= :now
                     ORDER BY priority DESC, created_at, rowid
                     LIMIT :limit OFFSET :offset
@@ -171,7 +177,7 @@ extension FerryStore {
                     path: path)
             }
             after.updatedAt = now
-            try Stored(after).updateWithCachedStatement(db)
+            try after.update(db)
             for event in events {
                 _ = try Self.insertEvent(db, event, now: now)
             }
@@ -294,6 +300,6 @@ extension FerryStore {
 
     static func fetchTask(_ db: Database, session: String, task: Int) throws -> TaskRecord? {
         try TaskRecord.fetchOne(
-            db, sql: "SELECT * FROM task WHERE session_identifier = ? AND task_identifier = ?", arguments: [session, task])
+            db, "WHERE session_identifier = ? AND task_identifier = ?", arguments: [session, task])
     }
 }

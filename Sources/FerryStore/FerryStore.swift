@@ -25,6 +25,7 @@ public final class FerryStore: Sendable {
     /// The database file.
     public let path: String
     let pool: DatabasePool
+    let writes: GroupCommit
     let logger: Logger
 
     /// Opens the store at `path`, creating the file if there is none, and migrates it to the
@@ -49,6 +50,7 @@ public final class FerryStore: Sendable {
         } catch {
             throw FerryStoreError.wrapping(error, path: path, while: "open the database")
         }
+        writes = GroupCommit(pool: pool)
         do {
             try migrate()
         } catch {
@@ -113,14 +115,17 @@ public final class FerryStore: Sendable {
 
     // MARK: Transactions
 
-    /// Runs `body` in one write transaction; any error rolls it back and comes out as a
-    /// ``FerryStoreError``.
+    /// Runs `body` as one write, all or nothing: in a savepoint of the next group of writes
+    /// (``GroupCommit``), answered once that group committed. Any error rolls `body`'s changes
+    /// back and comes out as a ``FerryStoreError``.
     func write<T: Sendable>(_ doing: String, _ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        do {
-            return try await pool.write(body)
-        } catch {
-            throw FerryStoreError.wrapping(error, path: path, while: doing)
-        }
+        try await enqueueWrite(doing, body).value
+    }
+
+    /// Hands `body` to the writer and returns at once (writes commit in the order handed in).
+    func enqueueWrite<T: Sendable>(_ doing: String, _ body: @escaping @Sendable (Database) throws -> T) -> PendingWrite<T> {
+        let path = self.path
+        return writes.enqueue(body, failure: { FerryStoreError.wrapping($0, path: path, while: doing) })
     }
 
     func read<T: Sendable>(_ doing: String, _ body: @escaping @Sendable (Database) throws -> T) async throws -> T {

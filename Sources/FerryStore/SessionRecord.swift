@@ -1,5 +1,6 @@
 public import FerryCore
 public import Foundation
+import GRDB
 
 /// A background session: one row of the `session` table.
 ///
@@ -7,7 +8,7 @@ public import Foundation
 /// let (session, created) = try await store.openSession(
 ///     "com.example.app.bg", appBundleIdentifier: "com.example.app", sharedContainerIdentifier: "group.example")
 /// ```
-public struct SessionRecord: Hashable, Sendable, Codable {
+public struct SessionRecord: Hashable, Sendable {
     /// The identifier the app gave `Configuration.background(identifier:)`.
     public var identifier: String
     /// The containing app: the one ferryd launches for this session's events.
@@ -38,21 +39,34 @@ public struct SessionRecord: Hashable, Sendable, Codable {
         self.keepsEvents = keepsEvents
         self.lastTaskIdentifier = 0
     }
-
-    enum CodingKeys: String, CodingKey {
-        case identifier
-        case appBundleIdentifier = "app_bundle_identifier"
-        case sharedContainerIdentifier = "shared_container_identifier"
-        case createdAt = "created_at"
-        case lastTaskIdentifier = "last_task_identifier"
-        case maximumConnectionsPerHost = "maximum_connections_per_host"
-        case networkAccess = "network_access"
-        case transferOptions = "transfer_options"
-        case keepsEvents = "keeps_events"
-    }
 }
 
 extension SessionRecord: StoredRecord {
-    static let databaseTableName = "session"
-    static let identityColumns = ["identifier"]
+    static let table = StoredTable(
+        "session",
+        columns: [
+            "identifier", "app_bundle_identifier", "shared_container_identifier", "created_at", "last_task_identifier",
+            "maximum_connections_per_host", "network_access", "transfer_options", "keeps_events",
+        ],
+        identity: ["identifier"])
+
+    init(row: inout RowReader) throws {
+        identifier = try row.value()
+        appBundleIdentifier = try row.value()
+        sharedContainerIdentifier = try row.optional()
+        createdAt = try row.date()
+        lastTaskIdentifier = try row.value()
+        maximumConnectionsPerHost = try row.value()
+        networkAccess = try row.json()
+        transferOptions = try row.json()
+        keepsEvents = try row.value()
+    }
+
+    func columnValues() throws -> [DatabaseValue] {
+        [
+            identifier.databaseValue, appBundleIdentifier.databaseValue, sharedContainerIdentifier.storedValue,
+            createdAt.storedValue, lastTaskIdentifier.databaseValue, maximumConnectionsPerHost.databaseValue,
+            try JSONColumn.value(networkAccess), try JSONColumn.value(transferOptions), keepsEvents.databaseValue,
+        ]
+    }
 }

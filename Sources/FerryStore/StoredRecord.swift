@@ -1,86 +1,198 @@
 import Foundation
 import GRDB
 
-/// A public record type stored in one table. The GRDB conformances live on ``Stored``, so
-/// that FerryStore's public API does not expose GRDB.
-protocol StoredRecord: Codable, Sendable {
-    static var databaseTableName: String { get }
-    /// The columns that name a row in messages (its primary key).
-    static var identityColumns: [String] { get }
+/// A public record type stored in one table, mapped to its columns by hand in both
+/// directions: no `Codable` between a record and its row. (GRDB's Codable records encoded a
+/// task through a keyed container per column, a fifth of ferryd's time at thousands of
+/// submissions a second.) Internal, so FerryStore's public API does not expose GRDB.
+protocol StoredRecord: Sendable {
+    /// The table, its columns in the order of ``columnValues()`` and ``init(row:)``, and the
+    /// columns that name a row (its primary key).
+    static var table: StoredTable { get }
+    /// The record's value for each of `table.columns`, in order.
+    func columnValues() throws -> [DatabaseValue]
+    /// Reads a row selected with `table.selection` (the columns in order).
+    init(row: inout RowReader) throws
 }
 
-/// One row of `Record`'s table: GRDB reads and writes it through `Record`'s own `Codable`,
-/// with dates stored as seconds since 1970 (so SQL can compare them).
-struct Stored<Record: StoredRecord>: FetchableRecord, PersistableRecord, Codable, Sendable {
-    var record: Record
+/// A table's name and columns, and the statements built from them once per type.
+struct StoredTable: Sendable {
+    let name: String
+    let columns: [String]
+    let identityColumns: [String]
+    /// `"col1", "col2", …`: what the store's queries select, in the order records read.
+    let selection: String
+    let insertSQL: String
+    let updateSQL: String
+    /// Where each identity column is in `columns`.
+    private let identityIndices: [Int]
+    private let otherIndices: [Int]
 
-    init(_ record: Record) { self.record = record }
-
-    static var databaseTableName: String { Record.databaseTableName }
-    static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy { .timeIntervalSince1970 }
-    static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy { .timeIntervalSince1970 }
-
-    /// JSON columns (headers): compact, keys sorted, slashes as they are.
-    static func databaseJSONEncoder(for column: String) -> JSONEncoder {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .secondsSince1970
-        encoder.dataEncodingStrategy = .base64
-        encoder.nonConformingFloatEncodingStrategy = .throw
-        return encoder
+    init(_ name: String, columns: [String], identity: [String]) {
+        self.name = name
+        self.columns = columns
+        self.identityColumns = identity
+        identityIndices = identity.map { column in columns.firstIndex(of: column)! }
+        otherIndices = columns.indices.filter { !identity.contains(columns[$0]) }
+        selection = columns.map { "\"\($0)\"" }.joined(separator: ", ")
+        let marks = Array(repeating: "?", count: columns.count).joined(separator: ", ")
+        insertSQL = "INSERT INTO \(name) (\(selection)) VALUES (\(marks))"
+        let assignments = otherIndices.map { "\"\(columns[$0])\" = ?" }.joined(separator: ", ")
+        let condition = identity.map { "\"\($0)\" = ?" }.joined(separator: " AND ")
+        updateSQL = "UPDATE \(name) SET \(assignments) WHERE \(condition)"
     }
 
-    init(from decoder: any Decoder) throws { record = try Record(from: decoder) }
-    func encode(to encoder: any Encoder) throws { try record.encode(to: encoder) }
-}
-
-extension Stored {
-    /// Inserts the row through a statement compiled once per connection and column list.
-    /// GRDB's `insert` compiles (and authorizes) its statement each time and asks for the row
-    /// back; at thousands of submissions a second that was a tenth of ferryd's time.
-    func insertWithCachedStatement(_ db: Database) throws {
-        let values = try databaseDictionary.sorted { $0.key < $1.key }
-        let columns = values.map { "\"\($0.key)\"" }.joined(separator: ", ")
-        let marks = Array(repeating: "?", count: values.count).joined(separator: ", ")
-        let statement = try db.cachedStatement(sql: "INSERT INTO \(Self.databaseTableName) (\(columns)) VALUES (\(marks))")
-        try statement.execute(arguments: StatementArguments(values.map(\.value)))
-    }
-}
-
-extension Stored {
-    /// Updates the row (found by its identity columns) through a statement compiled once per
-    /// connection; every column is written. GRDB's `update` compiles one each time.
-    func updateWithCachedStatement(_ db: Database) throws {
-        let values = try databaseDictionary.sorted { $0.key < $1.key }
-        let identity = Set(Record.identityColumns)
-        let changed = values.filter { !identity.contains($0.key) }
-        let keys = Record.identityColumns.map { column in values.first { $0.key == column }?.value ?? .null }
-        let assignments = changed.map { "\"\($0.key)\" = ?" }.joined(separator: ", ")
-        let condition = Record.identityColumns.map { "\"\($0)\" = ?" }.joined(separator: " AND ")
-        let statement = try db.cachedStatement(sql: "UPDATE \(Self.databaseTableName) SET \(assignments) WHERE \(condition)")
-        try statement.execute(arguments: StatementArguments(changed.map(\.value) + keys))
+    /// The update's arguments: every other column, then the identity.
+    func updateArguments(_ values: [DatabaseValue]) -> StatementArguments {
+        StatementArguments(otherIndices.map { values[$0] } + identityIndices.map { values[$0] })
     }
 }
 
 extension StoredRecord {
-    // The store's SQL is a fixed set of strings: each is compiled once per connection (GRDB's
-    // `fetchAll(db, sql:)` compiles and authorizes it on every call).
-    static func fetchAll(_ db: Database, sql: String, arguments: StatementArguments = []) throws -> [Self] {
-        try Row.fetchAll(db.cachedStatement(sql: sql), arguments: arguments).map(read)
+    // Each statement is compiled once per connection (GRDB's `insert`, `update` and
+    // `fetchAll(db, sql:)` compile, and authorize, every time).
+
+    /// Inserts the record as a new row.
+    func insert(_ db: Database) throws {
+        try db.cachedStatement(sql: Self.table.insertSQL).execute(arguments: StatementArguments(columnValues()))
     }
 
-    static func fetchOne(_ db: Database, sql: String, arguments: StatementArguments = []) throws -> Self? {
-        try Row.fetchOne(db.cachedStatement(sql: sql), arguments: arguments).map(read)
+    /// Writes every column of the row the record's identity names.
+    func update(_ db: Database) throws {
+        try db.cachedStatement(sql: Self.table.updateSQL).execute(arguments: Self.table.updateArguments(columnValues()))
+    }
+
+    /// The records `SELECT <selection> FROM <table> <clauses>` finds.
+    static func fetchAll(_ db: Database, _ clauses: String, arguments: StatementArguments = []) throws -> [Self] {
+        try Row.fetchAll(db.cachedStatement(sql: select(clauses)), arguments: arguments).map(read)
+    }
+
+    static func fetchOne(_ db: Database, _ clauses: String, arguments: StatementArguments = []) throws -> Self? {
+        try Row.fetchOne(db.cachedStatement(sql: select(clauses)), arguments: arguments).map(read)
+    }
+
+    private static func select(_ clauses: String) -> String {
+        "SELECT \(table.selection) FROM \(table.name) \(clauses)"
     }
 
     /// One row as a record, explicitly: a row that cannot be read is an error naming the table,
     /// the row and the column, never a record with a guessed value.
     static func read(_ row: Row) throws -> Self {
+        var reader = RowReader(row, columns: table.columns)
         do {
-            return try Stored<Self>(row: row).record
+            return try Self(row: &reader)
         } catch {
-            let identity = identityColumns.map { "\($0) \(row[$0].map { "\($0)" } ?? "NULL")" }.joined(separator: ", ")
-            throw FerryStoreError(.unreadableRow, "the \(databaseTableName) row (\(identity)) cannot be read: \(error)", underlying: error)
+            let identity = table.identityColumns.map { column -> String in
+                let value = table.columns.firstIndex(of: column).flatMap { row[$0] as (any DatabaseValueConvertible)? }
+                return "\(column) \(value.map { "\($0)" } ?? "NULL")"
+            }.joined(separator: ", ")
+            throw FerryStoreError(.unreadableRow, "the \(table.name) row (\(identity)) cannot be read: \(error)", underlying: error)
         }
     }
+}
+
+/// Reads a row's columns one after the other, in the table's order; a value the record
+/// cannot hold is an error naming its column.
+struct RowReader {
+    private let row: Row
+    private let columns: [String]
+    private var index = 0
+
+    init(_ row: Row, columns: [String]) {
+        self.row = row
+        self.columns = columns
+    }
+
+    struct Unreadable: Error, CustomStringConvertible {
+        var column: String
+        var reason: String
+        var description: String { "column \(column): \(reason)" }
+    }
+
+    private mutating func take() -> (value: DatabaseValue, column: String) {
+        defer { index += 1 }
+        return (row[index], columns[index])
+    }
+
+    mutating func optional<T: DatabaseValueConvertible>(_ type: T.Type = T.self) throws -> T? {
+        let (value, column) = take()
+        if value.isNull { return nil }
+        guard let decoded = T.fromDatabaseValue(value) else {
+            throw Unreadable(column: column, reason: "\(value) is not a \(T.self)")
+        }
+        return decoded
+    }
+
+    mutating func value<T: DatabaseValueConvertible>(_ type: T.Type = T.self) throws -> T {
+        let column = columns[index]
+        guard let decoded = try optional(T.self) else { throw Unreadable(column: column, reason: "NULL") }
+        return decoded
+    }
+
+    /// A name stored as its raw value (a kind, a state).
+    mutating func named<T: RawRepresentable>(_ type: T.Type = T.self) throws -> T where T.RawValue == String {
+        let column = columns[index]
+        guard let decoded = try optionalNamed(T.self) else { throw Unreadable(column: column, reason: "NULL") }
+        return decoded
+    }
+
+    mutating func optionalNamed<T: RawRepresentable>(_ type: T.Type = T.self) throws -> T? where T.RawValue == String {
+        let column = columns[index]
+        guard let raw = try optional(String.self) else { return nil }
+        guard let decoded = T(rawValue: raw) else { throw Unreadable(column: column, reason: "\"\(raw)\" is not a \(T.self)") }
+        return decoded
+    }
+
+    /// A URL stored as its text.
+    mutating func url() throws -> URL {
+        let column = columns[index]
+        let text = try value(String.self)
+        guard let url = URL(string: text) else { throw Unreadable(column: column, reason: "\"\(text)\" is not a URL") }
+        return url
+    }
+
+    /// A time stored as seconds since 1970 (so SQL can compare them).
+    mutating func date() throws -> Date { Date(timeIntervalSince1970: try value(Double.self)) }
+
+    mutating func optionalDate() throws -> Date? { try optional(Double.self).map(Date.init(timeIntervalSince1970:)) }
+
+    /// A value stored as JSON text.
+    mutating func json<T: Decodable>(_ type: T.Type = T.self) throws -> T {
+        let column = columns[index]
+        guard let decoded = try optionalJSON(T.self) else { throw Unreadable(column: column, reason: "NULL") }
+        return decoded
+    }
+
+    mutating func optionalJSON<T: Decodable>(_ type: T.Type = T.self) throws -> T? {
+        let column = columns[index]
+        guard let text = try optional(String.self) else { return nil }
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(text.utf8))
+        } catch {
+            throw Unreadable(column: column, reason: "\(error)")
+        }
+    }
+}
+
+/// How JSON columns are written: compact, keys sorted, slashes as they are.
+enum JSONColumn {
+    static func text<T: Encodable>(_ value: T) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.nonConformingFloatEncodingStrategy = .throw
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+
+    static func value<T: Encodable>(_ value: T?) throws -> DatabaseValue {
+        try value.map { try text($0).databaseValue } ?? .null
+    }
+}
+
+extension Date {
+    /// Seconds since 1970, as the store keeps times.
+    var storedValue: DatabaseValue { timeIntervalSince1970.databaseValue }
+}
+
+extension Optional where Wrapped: DatabaseValueConvertible {
+    var storedValue: DatabaseValue { self?.databaseValue ?? .null }
 }

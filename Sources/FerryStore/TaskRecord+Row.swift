@@ -1,103 +1,83 @@
 import FerryCore
 import Foundation
+import GRDB
 
 // The `task` table's columns and the record, mapped one by one in both directions: the one
 // place that knows where each field of a task lives on disk. A value the columns cannot hold
 // back (an unknown kind, a URL that is not one, a policy that is not one) fails the read,
 // and the store names the row (`FerryStoreError.unreadableRow`).
-extension TaskRecord: Codable {
-    enum Column: String, CodingKey {
-        case sessionIdentifier = "session_identifier", taskIdentifier = "task_identifier"
-        case kind, state, url, method, headers, priority
-        case bodyFile = "body_file", destinationFile = "destination_file"
-        case bytesSent = "bytes_sent", bytesReceived = "bytes_received"
-        case bytesExpectedToSend = "bytes_expected_to_send", bytesExpectedToReceive = "bytes_expected_to_receive"
-        case resumeValidator = "resume_validator", resumeOffset = "resume_offset"
-        case uploadResourceURL = "upload_resource_url", uploadInteropVersion = "upload_interop_version"
-        case idempotencyKey = "idempotency_key", earliestBeginDate = "earliest_begin_date"
-        case attemptCount = "attempt_count", nextAttemptAt = "next_attempt_at"
-        case lastErrorCode = "last_error_code", lastErrorMessage = "last_error_message", responseStatus = "response_status"
-        case retryReason = "retry_reason", resourceTimeout = "resource_timeout", requestTimeout = "request_timeout"
-        case retryPolicy = "retry_policy", deliverTo = "deliver_to", deliveredTo = "delivered_to"
-        case taskDescription = "task_description", createdAt = "created_at", updatedAt = "updated_at"
-    }
+extension TaskRecord: StoredRecord {
+    static let table = StoredTable(
+        "task",
+        columns: [
+            "session_identifier", "task_identifier", "kind", "state", "url", "method", "headers", "body_file",
+            "destination_file", "bytes_sent", "bytes_received", "bytes_expected_to_send", "bytes_expected_to_receive",
+            "resume_validator", "resume_offset", "upload_resource_url", "upload_interop_version", "idempotency_key",
+            "priority", "earliest_begin_date", "attempt_count", "next_attempt_at", "last_error_code",
+            "last_error_message", "response_status", "retry_reason", "resource_timeout", "request_timeout",
+            "retry_policy", "deliver_to", "delivered_to", "task_description", "created_at", "updated_at",
+        ],
+        identity: ["session_identifier", "task_identifier"])
 
-    public init(from decoder: any Decoder) throws {
-        let row = try decoder.container(keyedBy: Column.self)
-        sessionIdentifier = try row.decode(String.self, forKey: .sessionIdentifier)
-        taskIdentifier = try row.decode(Int.self, forKey: .taskIdentifier)
-        let options = TaskOptions(
-            idempotencyKey: try row.decodeIfPresent(String.self, forKey: .idempotencyKey),
-            priority: try row.decode(Double.self, forKey: .priority),
-            earliestBeginDate: try row.decodeIfPresent(Date.self, forKey: .earliestBeginDate),
-            taskDescription: try row.decodeIfPresent(String.self, forKey: .taskDescription),
-            timeoutIntervalForResource: try row.decodeIfPresent(Double.self, forKey: .resourceTimeout),
-            timeoutIntervalForRequest: try row.decodeIfPresent(Double.self, forKey: .requestTimeout),
-            retryPolicy: try row.decodeIfPresent(RetryPolicy.self, forKey: .retryPolicy),
-            deliverTo: try row.decodeIfPresent(String.self, forKey: .deliverTo))
+    init(row: inout RowReader) throws {
+        sessionIdentifier = try row.value()
+        taskIdentifier = try row.value()
+        let kind: TaskKind = try row.named()
+        state = try row.named()
+        let request = TaskRequest(url: try row.url(), method: try row.value(), headers: try row.json())
+        let bodyFile: String? = try row.optional()
+        let destination: String? = try row.optional()
+        bytesSent = try row.value()
+        bytesReceived = try row.value()
+        bytesExpectedToSend = try row.optional()
+        bytesExpectedToReceive = try row.optional()
+        resumeValidator = try row.optional()
+        resumeOffset = try row.optional()
+        uploadResourceURL = try row.optional()
+        uploadInteropVersion = try row.optional()
+        let idempotencyKey: String? = try row.optional()
+        let priority: Double = try row.value()
+        let earliestBeginDate = try row.optionalDate()
+        attemptCount = try row.value()
+        nextAttemptAt = try row.optionalDate()
+        lastErrorCode = try row.optional()
+        lastErrorMessage = try row.optional()
+        responseStatus = try row.optional()
+        retryReason = try row.optionalNamed()
+        let resourceTimeout: Double? = try row.optional()
+        let requestTimeout: Double? = try row.optional()
+        let retryPolicy: RetryPolicy? = try row.optionalJSON()
+        let deliverTo: String? = try row.optional()
+        deliveredTo = try row.optional()
+        let taskDescription: String? = try row.optional()
+        createdAt = try row.date()
+        updatedAt = try row.date()
         task = TaskDescription(
-            kind: try row.decode(TaskKind.self, forKey: .kind),
-            request: TaskRequest(
-                url: try row.decode(URL.self, forKey: .url), method: try row.decode(String.self, forKey: .method),
-                headers: try row.decode(HeaderFields.self, forKey: .headers)),
-            bodyFile: try row.decodeIfPresent(String.self, forKey: .bodyFile),
-            destination: try row.decodeIfPresent(String.self, forKey: .destinationFile),
-            options: options)
-        state = try row.decode(TaskState.self, forKey: .state)
-        bytesSent = try row.decode(Int64.self, forKey: .bytesSent)
-        bytesReceived = try row.decode(Int64.self, forKey: .bytesReceived)
-        bytesExpectedToSend = try row.decodeIfPresent(Int64.self, forKey: .bytesExpectedToSend)
-        bytesExpectedToReceive = try row.decodeIfPresent(Int64.self, forKey: .bytesExpectedToReceive)
-        resumeValidator = try row.decodeIfPresent(String.self, forKey: .resumeValidator)
-        resumeOffset = try row.decodeIfPresent(Int64.self, forKey: .resumeOffset)
-        uploadResourceURL = try row.decodeIfPresent(String.self, forKey: .uploadResourceURL)
-        uploadInteropVersion = try row.decodeIfPresent(Int.self, forKey: .uploadInteropVersion)
-        attemptCount = try row.decode(Int.self, forKey: .attemptCount)
-        nextAttemptAt = try row.decodeIfPresent(Date.self, forKey: .nextAttemptAt)
-        lastErrorCode = try row.decodeIfPresent(String.self, forKey: .lastErrorCode)
-        lastErrorMessage = try row.decodeIfPresent(String.self, forKey: .lastErrorMessage)
-        responseStatus = try row.decodeIfPresent(Int.self, forKey: .responseStatus)
-        retryReason = try row.decodeIfPresent(RetryWait.self, forKey: .retryReason)
-        deliveredTo = try row.decodeIfPresent(String.self, forKey: .deliveredTo)
-        createdAt = try row.decode(Date.self, forKey: .createdAt)
-        updatedAt = try row.decode(Date.self, forKey: .updatedAt)
+            kind: kind, request: request, bodyFile: bodyFile, destination: destination,
+            options: TaskOptions(
+                idempotencyKey: idempotencyKey, priority: priority, earliestBeginDate: earliestBeginDate,
+                taskDescription: taskDescription, timeoutIntervalForResource: resourceTimeout,
+                timeoutIntervalForRequest: requestTimeout, retryPolicy: retryPolicy, deliverTo: deliverTo))
     }
 
-    public func encode(to encoder: any Encoder) throws {
-        var row = encoder.container(keyedBy: Column.self)
-        try row.encode(sessionIdentifier, forKey: .sessionIdentifier)
-        try row.encode(taskIdentifier, forKey: .taskIdentifier)
-        try row.encode(task.kind, forKey: .kind)
-        try row.encode(state, forKey: .state)
-        try row.encode(task.request.url, forKey: .url)
-        try row.encode(task.request.method, forKey: .method)
-        try row.encode(task.request.headers, forKey: .headers)
-        try row.encode(task.bodyFile, forKey: .bodyFile)
-        try row.encode(task.destination, forKey: .destinationFile)
-        try row.encode(bytesSent, forKey: .bytesSent)
-        try row.encode(bytesReceived, forKey: .bytesReceived)
-        try row.encode(bytesExpectedToSend, forKey: .bytesExpectedToSend)
-        try row.encode(bytesExpectedToReceive, forKey: .bytesExpectedToReceive)
-        try row.encode(resumeValidator, forKey: .resumeValidator)
-        try row.encode(resumeOffset, forKey: .resumeOffset)
-        try row.encode(uploadResourceURL, forKey: .uploadResourceURL)
-        try row.encode(uploadInteropVersion, forKey: .uploadInteropVersion)
-        try row.encode(task.idempotencyKey, forKey: .idempotencyKey)
-        try row.encode(task.priority, forKey: .priority)
-        try row.encode(task.earliestBeginDate, forKey: .earliestBeginDate)
-        try row.encode(attemptCount, forKey: .attemptCount)
-        try row.encode(nextAttemptAt, forKey: .nextAttemptAt)
-        try row.encode(lastErrorCode, forKey: .lastErrorCode)
-        try row.encode(lastErrorMessage, forKey: .lastErrorMessage)
-        try row.encode(responseStatus, forKey: .responseStatus)
-        try row.encode(retryReason, forKey: .retryReason)
-        try row.encode(task.timeoutIntervalForResource, forKey: .resourceTimeout)
-        try row.encode(task.timeoutIntervalForRequest, forKey: .requestTimeout)
-        try row.encode(task.retryPolicy, forKey: .retryPolicy)
-        try row.encode(task.deliverTo, forKey: .deliverTo)
-        try row.encode(deliveredTo, forKey: .deliveredTo)
-        try row.encode(task.taskDescription, forKey: .taskDescription)
-        try row.encode(createdAt, forKey: .createdAt)
-        try row.encode(updatedAt, forKey: .updatedAt)
+    func columnValues() throws -> [DatabaseValue] {
+        // Fields read straight (no key paths), the URL as its text (GRDB's URL conversion
+        // makes an NSURL first): this runs once per submission and per change.
+        let options = task.options
+        return [
+            sessionIdentifier.databaseValue, taskIdentifier.databaseValue, task.kind.rawValue.databaseValue,
+            state.rawValue.databaseValue, task.request.url.absoluteString.databaseValue, task.request.method.databaseValue,
+            // Most tasks have no headers of their own: no encoder for those.
+            task.request.headers.count == 0 ? "[]".databaseValue : try JSONColumn.value(task.request.headers),
+            task.bodyFile.storedValue, task.destination.storedValue, bytesSent.databaseValue, bytesReceived.databaseValue,
+            bytesExpectedToSend.storedValue, bytesExpectedToReceive.storedValue, resumeValidator.storedValue,
+            resumeOffset.storedValue, uploadResourceURL.storedValue, uploadInteropVersion.storedValue,
+            options.idempotencyKey.storedValue, options.priority.databaseValue, options.earliestBeginDate?.storedValue ?? .null,
+            attemptCount.databaseValue, nextAttemptAt?.storedValue ?? .null, lastErrorCode.storedValue,
+            lastErrorMessage.storedValue, responseStatus.storedValue, retryReason?.rawValue.databaseValue ?? .null,
+            options.timeoutIntervalForResource.storedValue, options.timeoutIntervalForRequest.storedValue,
+            try JSONColumn.value(options.retryPolicy), options.deliverTo.storedValue, deliveredTo.storedValue,
+            options.taskDescription.storedValue, createdAt.storedValue, updatedAt.storedValue,
+        ]
     }
 }

@@ -57,11 +57,6 @@ public struct TaskRecord: Hashable, Sendable, HoldsTaskDescription {
     public internal(set) var updatedAt: Date
 }
 
-extension TaskRecord: StoredRecord {
-    static let databaseTableName = "task"
-    static let identityColumns = ["session_identifier", "task_identifier"]
-}
-
 /// A task to store: what the client submitted. The store adds the identity, the state
 /// (`waiting`, or `suspended` when asked) and the times.
 ///

@@ -1,0 +1,144 @@
+import GRDB
+import Synchronization
+
+/// The store's writes, committed in groups: writes that arrive while one transaction is being
+/// written share the next one (one commit, one disk sync for all of them), with no timer. Each
+/// write still runs in a savepoint of its own, so one that throws is rolled back alone, and
+/// each caller hears back only once the commit that holds its change is on disk.
+///
+/// A thousand transfers finishing together are a thousand updates with their events; one
+/// transaction each queued them behind a thousand disk syncs.
+final class GroupCommit: Sendable {
+    private let pool: DatabasePool
+    private struct State {
+        var waiting: [any QueuedWrite] = []
+        /// The writes of the transaction being written.
+        var taken: [any QueuedWrite] = []
+        /// A transaction is being written (and will look for more when it ends).
+        var writing = false
+    }
+    private let state = Mutex(State())
+
+    init(pool: DatabasePool) { self.pool = pool }
+
+    /// Hands `body` to the writer now and returns at once; writes are committed in the order
+    /// they were handed in, and `value` of the result waits for `body`'s commit.
+    /// `failure` turns an error into the one its caller gets.
+    func enqueue<T: Sendable>(
+        _ body: @escaping @Sendable (Database) throws -> T, failure: @escaping @Sendable (any Error) -> any Error
+    ) -> PendingWrite<T> {
+        let outcome = PendingWrite<T>(failure: failure)
+        enqueue(Write(body: body, outcome: outcome))
+        return outcome
+    }
+
+    private func enqueue(_ write: any QueuedWrite) {
+        let start = state.withLock { state in
+            state.waiting.append(write)
+            defer { state.writing = true }
+            return !state.writing
+        }
+        if start { writeNext() }
+    }
+
+    /// One transaction with everything that waits when the writer gets to it; then the next,
+    /// until nothing waits.
+    private func writeNext() {
+        pool.asyncWrite({ db in
+            let group = self.state.withLock { state in
+                state.taken = state.waiting
+                state.waiting = []
+                return state.taken
+            }
+            for write in group { write.run(db) }
+        }, completion: { _, result in
+            let group = self.state.withLock { state in
+                defer { state.taken = [] }
+                return state.taken
+            }
+            // A failed commit wrote none of the group.
+            let commitError: (any Error)? = if case .failure(let error) = result { error } else { nil }
+            for write in group { write.finish(commitError: commitError) }
+            let more = self.state.withLock { state in
+                if state.waiting.isEmpty { state.writing = false }
+                return state.writing
+            }
+            if more { self.writeNext() }
+        })
+    }
+}
+
+/// A write waiting for its group's transaction.
+private protocol QueuedWrite: Sendable {
+    /// Runs the write in a savepoint, inside the group's transaction.
+    func run(_ db: Database)
+    /// Answers the caller once the transaction ended: its own result, or the commit's error.
+    func finish(commitError: (any Error)?)
+}
+
+private final class Write<T: Sendable>: QueuedWrite, @unchecked Sendable {
+    private let body: @Sendable (Database) throws -> T
+    private let outcome: PendingWrite<T>
+    // Unchecked: set by `run` and read by `finish`, both on the writer's queue, one after the other.
+    private var result: Result<T, any Error>?
+
+    init(body: @escaping @Sendable (Database) throws -> T, outcome: PendingWrite<T>) {
+        self.body = body
+        self.outcome = outcome
+    }
+
+    func run(_ db: Database) {
+        do {
+            var value: T?
+            try db.inSavepoint {
+                value = try body(db)
+                return .commit
+            }
+            result = .success(value!)
+        } catch {
+            result = .failure(error)
+        }
+    }
+
+    func finish(commitError: (any Error)?) {
+        outcome.complete(commitError.map { .failure($0) } ?? result ?? .failure(CancellationError()))
+    }
+}
+
+/// A write handed to the store and not yet answered: ``value`` waits until it is committed
+/// (or failed). For one waiter.
+public final class PendingWrite<T: Sendable>: Sendable {
+    private enum State {
+        case waiting(CheckedContinuation<T, any Error>?)
+        case done(Result<T, any Error>)
+    }
+    private let state = Mutex(State.waiting(nil))
+    private let failure: @Sendable (any Error) -> any Error
+
+    init(failure: @escaping @Sendable (any Error) -> any Error) { self.failure = failure }
+
+    func complete(_ outcome: Result<T, any Error>) {
+        let result = outcome.mapError(failure)
+        let waiter = state.withLock { state -> CheckedContinuation<T, any Error>? in
+            guard case .waiting(let waiter) = state else { return nil }
+            state = .done(result)
+            return waiter
+        }
+        waiter?.resume(with: result)
+    }
+
+    /// The write's result, once its transaction committed.
+    public var value: T {
+        get async throws {
+            try await withCheckedThrowingContinuation { continuation in
+                let done = state.withLock { state -> Result<T, any Error>? in
+                    switch state {
+                    case .done(let result): return result
+                    case .waiting: state = .waiting(continuation); return nil
+                    }
+                }
+                if let done { continuation.resume(with: done) }
+            }
+        }
+    }
+}
