@@ -273,7 +273,7 @@ let package = Package(
         .executableTarget(name: "PhotoDropApp", dependencies: ["PhotoDropKit", "Ferry"], path: "Examples/PhotoDrop/App", swiftSettings: swiftSettings),
         .executableTarget(name: "PhotoDropShare", dependencies: ["PhotoDropKit", "Ferry"], path: "Examples/PhotoDrop/Share", swiftSettings: swiftSettings),
         // What the example apps share: a JSON-lines history and a settings file in a container.
-        .target(name: "ExampleSupport", dependencies: ["Ferry"], path: "Examples/Support", swiftSettings: swiftSettings),
+        .target(name: "ExampleSupport", dependencies: ["Ferry", "FerryCore"], path: "Examples/Support", swiftSettings: swiftSettings),
         // ShareAlike: a share extension that posts {text, image_details} JSON to a request bin
         // through the group's background session; the app records how each post went.
         .target(name: "ShareAlikeKit", dependencies: ["Ferry", "ExampleSupport"], path: "Examples/ShareAlike/Kit", swiftSettings: swiftSettings),

@@ -1,3 +1,4 @@
+import FerryCore
 public import Foundation
 
 /// A history kept as one JSON object per line, appended by whichever process (app or
@@ -66,26 +67,10 @@ public struct SettingsFile<Settings: Codable>: Sendable {
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
         let data = try encoder.encode(settings)
         guard ownerOnly else { return try data.write(to: url, options: .atomic) }
-        let directory = url.deletingLastPathComponent()
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        // Created 0600 under a temporary name, then renamed over the old file: readers see the old or the new.
-        let temporary = directory.appendingPathComponent(".\(url.lastPathComponent).\(getpid()).tmp")
-        // open(2) with mode 0600 and O_EXCL: the bytes are never in a file others could read
-        // (FileManager.createFile writes first and sets the mode after).
-        unlink(temporary.path)
-        let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw ExampleError("cannot write \(temporary.path): \(String(cString: strerror(errno)))") }
-        let written = data.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-        let synced = fsync(descriptor) == 0
-        close(descriptor)
-        guard written == data.count, synced else {
-            unlink(temporary.path)
-            throw ExampleError("cannot write \(temporary.path)")
-        }
-        guard rename(temporary.path, url.path) == 0 else {
-            let reason = String(cString: strerror(errno))
-            unlink(temporary.path)
-            throw ExampleError("cannot save \(url.path): \(reason)")
+        do {
+            try PrivateFile.replace(url, with: data)
+        } catch let error as PrivateFile.WriteError {
+            throw ExampleError(error.description)
         }
     }
 }

@@ -52,6 +52,22 @@ public struct Configuration: Sendable {
     /// Where downloads are written while they run. The system temporary directory.
     public var downloadDirectory: URL = FileManager.default.temporaryDirectory
 
+    /// Where the session's cookies are kept: ``HTTPCookieStorage/shared`` (on disk, this
+    /// app's) for `.default` and background sessions, a storage of its own in memory for
+    /// `.ephemeral` ones; nil keeps none. Every request sends the cookies that match it and
+    /// every response's `Set-Cookie` is stored, redirects included.
+    public var httpCookieStorage: HTTPCookieStorage?
+    /// false: no cookies are sent or stored.
+    public var httpShouldSetCookies = true
+    /// Which cookies responses may set; the platform's default, `.onlyFromMainDocumentDomain`,
+    /// takes them all here (a Ferry request has no main document).
+    public var httpCookieAcceptPolicy: HTTPCookie.AcceptPolicy = .onlyFromMainDocumentDomain
+
+    /// The cookies the session's transfers send and store, or nil.
+    var cookieJar: (any CookieJar)? {
+        httpShouldSetCookies ? httpCookieStorage?.jar(acceptPolicy: httpCookieAcceptPolicy) : nil
+    }
+
     // The network a background session's tasks may use. ferryd holds a task (without using an
     // attempt) while the route to its host does not satisfy these; `ferry explain` says why.
     // In-process sessions do not look at the network yet (docs/ferryd.md, "Network").
@@ -84,14 +100,19 @@ public struct Configuration: Sendable {
             isDiscretionary: isDiscretionary)
     }
 
-    /// Writes nothing of its own to disk beyond the downloads you ask for.
-    ///
-    /// Ferry keeps no cookie store or URL cache, so the two in-process kinds differ only
-    /// in name today; the distinction is kept for code ported from URLSession.
-    public static var `default`: Configuration { Configuration(kind: .default) }
-    /// Like `.default`, and promises never to add persistent state later: no caches, no
-    /// cookies, no credentials saved.
-    public static var ephemeral: Configuration { Configuration(kind: .ephemeral) }
+    /// Cookies kept on disk for this app (``HTTPCookieStorage/shared``).
+    public static var `default`: Configuration {
+        var configuration = Configuration(kind: .default)
+        configuration.httpCookieStorage = .shared
+        return configuration
+    }
+    /// Nothing kept on disk: the session's cookies live in a storage of its own, in memory,
+    /// and go with it.
+    public static var ephemeral: Configuration {
+        var configuration = Configuration(kind: .ephemeral)
+        configuration.httpCookieStorage = HTTPCookieStorage()
+        return configuration
+    }
 
     /// A session whose tasks are carried by ferryd: they go on after this process exits,
     /// crashes or the machine restarts, and ferryd starts the containing app to deliver their
@@ -113,6 +134,7 @@ public struct Configuration: Sendable {
     public static func background(identifier: String) -> Configuration {
         var configuration = Configuration(kind: .background)
         configuration.identifier = identifier
+        configuration.httpCookieStorage = .shared
         configuration.retryPolicy = .untilResourceTimeout
         return configuration
     }

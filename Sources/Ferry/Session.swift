@@ -266,11 +266,13 @@ public final class Session: Sendable {
         for field in configuration.httpAdditionalHeaders where request.headers[field.name] == nil {
             request.headers.add(name: field.name, value: field.value)
         }
-        return Transfer(
+        var transfer = Transfer(
             request: request,
             resourceTimeout: configuration.timeoutIntervalForResource,
             idleTimeout: request.timeoutInterval ?? configuration.timeoutIntervalForRequest,
             retry: configuration.retryPolicy,
             resumableUpload: configuration.resumableUploads)
+        transfer.cookies = configuration.cookieJar
+        return transfer
     }
 }

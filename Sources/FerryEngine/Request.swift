@@ -22,6 +22,9 @@ public struct Request: Sendable, Hashable {
     /// For downloads: the hex SHA-256 the bytes must have. A mismatch fails the task
     /// with ``FerryError/Code/integrityCheckFailed`` and the file is not delivered.
     public var expectedSHA256: String?
+    /// false: the transfer's cookie jar is neither asked for a `Cookie` header nor given the
+    /// response's `Set-Cookie` fields (URLRequest's `httpShouldHandleCookies`).
+    public var handlesCookies = true
 
     public init(url: URL, method: String = "GET", headers: HeaderFields = [:], body: Data? = nil) {
         self.url = url

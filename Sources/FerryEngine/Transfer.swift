@@ -24,6 +24,9 @@ public struct Transfer: Sendable {
     public var additionalTrustedCertificateFiles: [String] = []
     /// false: HTTP/1.1 even where the engine offers HTTP/2 (a background session's own `allowsHTTP2`).
     public var allowsHTTP2 = true
+    /// Cookies sent with every request of the transfer and stored from every response
+    /// (unless the request says `handlesCookies = false` or sets its own `Cookie` header).
+    public var cookies: (any CookieJar)?
 
     public init(
         request: Request,

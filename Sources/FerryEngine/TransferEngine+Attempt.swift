@@ -74,6 +74,7 @@ extension TransferEngine {
             if length >= 0 { progress.didSend(0, final: true) }
         }
         let response = Response(clientResponse, url: request.url)
+        if request.handlesCookies { state.transfer.cookies?.storeCookies(from: response.headers, for: request.url) }
 
         // Asked to continue a download but the range no longer fits: fetch it whole.
         if response.statusCode == 416, resumeOffset > 0, let output {
@@ -136,6 +137,9 @@ extension TransferEngine {
         var outgoing = clientRequest(to: request.url, for: transfer)
         outgoing.method = HTTPMethod(rawValue: request.method.uppercased())
         for field in request.headers { outgoing.headers.add(name: field.name, value: field.value) }
+        if request.handlesCookies, request.headers["Cookie"] == nil, let cookie = transfer.cookies?.cookieHeader(for: request.url) {
+            outgoing.headers.add(name: "Cookie", value: cookie)
+        }
         // Data and upload answers come gzip or deflate coded and decoded here, as URLSession's
         // (AsyncHTTPClient asks for them); a download asks for the bytes as they are, so that
         // its offsets, validators and digests stay those of the file (docs/porting.md).

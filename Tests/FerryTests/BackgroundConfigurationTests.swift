@@ -16,8 +16,13 @@ struct BackgroundConfigurationTests {
         "httpMaximumConnectionsPerHost", "allowsHTTP2", "resumableUploads", "additionalTrustedCertificateFiles",
         "waitsForConnectivity", "allowsExpensiveNetworkAccess", "allowsConstrainedNetworkAccess", "allowsCellularAccess", "isDiscretionary",
     ]
-    /// What the library itself uses to reach ferryd and its session.
-    static let usedByTheLibrary: Set = ["kind", "identifier", "sharedContainerIdentifier", "ferryEnvironment"]
+    /// What the library itself uses to reach ferryd and its session; the cookies, which the
+    /// library adds to each submission and stores from each response event
+    /// (BackgroundSessionTests "a background session's cookies").
+    static let usedByTheLibrary: Set = [
+        "kind", "identifier", "sharedContainerIdentifier", "ferryEnvironment",
+        "httpCookieStorage", "httpShouldSetCookies", "httpCookieAcceptPolicy",
+    ]
     /// In-process only: a background session that sets them is refused.
     static let refused: Set = ["downloadDirectory", "maximumDataTaskBodySize"]
 

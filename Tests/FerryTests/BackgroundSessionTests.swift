@@ -78,6 +78,26 @@ struct BackgroundSessionTests {
         }
     }
 
+    @Test("a background session's cookies: sent with the submission, stored from the response event")
+    func cookies() async throws {
+        try await withDaemonAndServer { daemon, server in
+            let storage = HTTPCookieStorage()
+            let delegate = RecordingDelegate()
+            let session = try Session.background(daemon.configuration("bg.cookies").with(storage), delegate: delegate)
+            session.dataTask(with: Request(url: server.url("/set-cookie?c=bg%3D1%3B%20Path%3D%2F"))).resume()
+            #expect(succeeded(await delegate.nextCompletion()))
+            #expect(storage.cookies?.map(\.name) == ["bg"], "stored when the response's event arrived")
+            let echo = RecordingDelegate()
+            let second = try Session.background(daemon.configuration("bg.cookies.2").with(storage), delegate: echo)
+            second.dataTask(with: Request(url: server.url("/headers"))).resume()
+            #expect(succeeded(await echo.nextCompletion()))
+            let headers = try JSONSerialization.jsonObject(with: echo.data) as? [String: String]
+            #expect(headers?["cookie"] == "bg=1", "ferryd sent the cookie the submission carried")
+            session.finishTasksAndInvalidate()
+            second.finishTasksAndInvalidate()
+        }
+    }
+
     @Test("a second owner of the same session gets backgroundSessionInUseByAnotherProcess at once")
     func secondOwnerRefused() async throws {
         try await withDaemonAndServer { daemon, _ in
@@ -280,5 +300,14 @@ final class CompletionsByTask: SessionDelegate, @unchecked Sendable {  // state 
     func session(_ session: Session, task: SessionTask, didCompleteWithError error: FerryError?) async {
         lock.withLock { completions.append(task.taskIdentifier) }
         completed.continuation.yield(task.taskIdentifier)
+    }
+}
+
+extension Configuration {
+    /// The configuration with `storage` for its cookies.
+    fileprivate func with(_ storage: HTTPCookieStorage) -> Configuration {
+        var configuration = self
+        configuration.httpCookieStorage = storage
+        return configuration
     }
 }

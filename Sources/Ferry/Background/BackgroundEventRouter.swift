@@ -90,6 +90,9 @@ struct BackgroundEventRouter: Sendable {
         task.noteWaiting(nil)
         switch kind {
         case .response(let head):
+            if task.originalRequest.handlesCookies {
+                task.session.configuration.cookieJar?.storeCookies(from: head.headers, for: url)
+            }
             let allowed = await observer.transferDidReceive(response: Response(url: url, statusCode: head.statusCode, headers: head.headers))
             if !allowed { task.cancel() }
         case .data(let bytes):

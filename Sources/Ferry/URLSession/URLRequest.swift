@@ -43,7 +43,8 @@ public struct URLRequest: Hashable, Sendable, CustomStringConvertible {
     }
     private var explicitTimeout: TimeInterval?
     public var cachePolicy: CachePolicy
-    /// Kept for ported code; Ferry keeps no cookie store yet (docs/porting.md).
+    /// false: the session's cookies are not sent with this request, nor stored from its
+    /// response (the session's `httpCookieStorage`).
     public var httpShouldHandleCookies = true
     public var allowsCellularAccess = true
     public var allowsExpensiveNetworkAccess = true
@@ -66,6 +67,7 @@ public struct URLRequest: Hashable, Sendable, CustomStringConvertible {
         headers = request.headers
         httpBody = request.body
         expectedSHA256 = request.expectedSHA256
+        httpShouldHandleCookies = request.handlesCookies
     }
 
     /// Every header, one value per name (repeated ones joined with `,`); nil when there are none.
@@ -106,6 +108,7 @@ public struct URLRequest: Hashable, Sendable, CustomStringConvertible {
         var request = Request(url: url, method: method.uppercased(), headers: headers, body: httpBody)
         request.timeoutInterval = explicitTimeout
         request.expectedSHA256 = expectedSHA256
+        request.handlesCookies = httpShouldHandleCookies
         return request
     }
 

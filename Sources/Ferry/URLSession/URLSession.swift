@@ -122,8 +122,12 @@ open class URLSession: @unchecked Sendable {  // every stored property is immuta
     open func finishTasksAndInvalidate() { session.finishTasksAndInvalidate() }
     open func invalidateAndCancel() { session.invalidateAndCancel() }
 
-    /// Ferry keeps no cookies, cache or credentials yet: there is nothing to reset or flush.
-    open func reset(completionHandler: @escaping @Sendable () -> Void) { delegateQueue.addOperation(completionHandler) }
+    /// Empties the session's cookie storage (Ferry keeps no cache or credentials yet).
+    open func reset(completionHandler: @escaping @Sendable () -> Void) {
+        session.configuration.httpCookieStorage?.removeCookies(since: .distantPast)
+        delegateQueue.addOperation(completionHandler)
+    }
+    /// Cookies are written as they change: there is nothing to flush.
     open func flush(completionHandler: @escaping @Sendable () -> Void) { delegateQueue.addOperation(completionHandler) }
 
     /// Tasks not yet completed (in a relaunched process: the background session's tasks ferryd still has).

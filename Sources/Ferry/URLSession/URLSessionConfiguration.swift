@@ -21,7 +21,6 @@ open class URLSessionConfiguration: @unchecked Sendable {  // every property goe
     private struct Extras {
         var requestCachePolicy = URLRequest.CachePolicy.useProtocolCachePolicy
         var sessionSendsLaunchEvents = true
-        var httpShouldSetCookies = true
         var httpShouldUsePipelining = false
         var connectionProxyDictionary: [AnyHashable: Any]?
     }
@@ -125,10 +124,17 @@ open class URLSessionConfiguration: @unchecked Sendable {  // every property goe
         get { extra(\.sessionSendsLaunchEvents) }
         set { setExtra(\.sessionSendsLaunchEvents, newValue) }
     }
-    /// Kept; Ferry keeps no cookie store yet (docs/porting.md).
     open var httpShouldSetCookies: Bool {
-        get { extra(\.httpShouldSetCookies) }
-        set { setExtra(\.httpShouldSetCookies, newValue) }
+        get { value(\.httpShouldSetCookies) }
+        set { update(\.httpShouldSetCookies, newValue) }
+    }
+    open var httpCookieStorage: HTTPCookieStorage? {
+        get { value(\.httpCookieStorage) }
+        set { update(\.httpCookieStorage, newValue) }
+    }
+    open var httpCookieAcceptPolicy: HTTPCookie.AcceptPolicy {
+        get { value(\.httpCookieAcceptPolicy) }
+        set { update(\.httpCookieAcceptPolicy, newValue) }
     }
     /// Kept; HTTP/1.1 pipelining is never used.
     open var httpShouldUsePipelining: Bool {
