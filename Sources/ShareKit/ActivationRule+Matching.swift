@@ -54,7 +54,8 @@ extension ActivationRule {
     /// Decides, as Apple's share sheet does, whether `content` activates the extension:
     ///
     /// 1. Empty content is refused, whatever the rule.
-    /// 2. `TRUEPREDICATE` accepts anything else.
+    /// 2. A predicate decides the rest (``ActivationPredicate/evaluate(_:)``); the steps
+    ///    below are the dictionary's.
     /// 3. Text alone needs `SupportsText`. Text that comes with attachments is the post's
     ///    text and needs nothing: the attachments decide.
     /// 4. Every attachment must be covered by a key of the rule (a count above 0), the
@@ -70,7 +71,7 @@ extension ActivationRule {
     /// supported (public.mpeg-4)`, `text alone is not supported`, `nothing to share`.
     public func evaluate(_ content: ShareContent) -> Verdict {
         if content.isEmpty { return .refused(reason: "nothing to share") }
-        if isTruePredicate { return .accepted }
+        if let predicate { return predicate.evaluate(content) }
         if content.attachments.isEmpty {
             return supportsText ? .accepted : .refused(reason: "text alone is not supported")
         }
@@ -92,8 +93,9 @@ extension ActivationRule {
         return .accepted
     }
 
-    /// The key that covers an attachment of `type` under the order of ``evaluate(_:)``
-    /// (``Key/supportsText`` for text), or `nil` when none does.
+    /// The dictionary key that covers an attachment of `type` under the order of
+    /// ``evaluate(_:)`` (``Key/supportsText`` for text), or `nil` when none does (always for
+    /// a predicate rule).
     public func key(covering type: TypeIdentifier) -> Key? {
         func has(_ key: Key) -> Bool { (self[count: key] ?? 0) > 0 }
         let isWebURL = type.conforms(to: .url) && !type.conforms(to: .fileURL)

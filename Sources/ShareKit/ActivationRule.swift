@@ -1,10 +1,18 @@
 public import FerryApps
 import Foundation
 
-/// When a share extension is offered: Apple's `NSExtensionActivationRule`, in its dictionary
-/// form or `TRUEPREDICATE`, read from the extension's `attributes` in the app manifest.
+/// When a share extension is offered: Apple's `NSExtensionActivationRule`, read from the
+/// extension's `attributes` in the app manifest, in either of its two forms: the dictionary
+/// of the keys below, or a predicate string (``predicate``, an ``ActivationPredicate``, which
+/// has the grammar; `TRUEPREDICATE` is one).
 ///
 /// ```swift
+/// let images = try ActivationRule.parse(.string("""
+///     SUBQUERY(extensionItems, $e, SUBQUERY($e.attachments, $a,
+///         ANY $a.registeredTypeIdentifiers UTI-CONFORMS-TO "public.image").@count >= 1).@count == 1
+///     """))
+/// images.accepts(ShareContent(attachments: [.png]))                          // true
+///
 /// let rule = try ActivationRule.parse(.object([
 ///     "NSExtensionActivationSupportsText": .bool(true),
 ///     "NSExtensionActivationSupportsImageWithMaxCount": .number(1),
@@ -26,8 +34,9 @@ import Foundation
 /// | `NSExtensionActivationSupportsFileWithMaxCount` | any other attachment but a web URL |
 /// | `NSExtensionActivationSupportsAttachmentsWithMaxCount` | any attachment; bounds the total |
 ///
-/// ``evaluate(_:)`` documents how content is matched. A rule that supports nothing is
-/// refused when parsed: its extension could never be offered.
+/// ``evaluate(_:)`` documents how content is matched. A dictionary that supports nothing is
+/// refused when parsed: its extension could never be offered. Predicates are read, not
+/// solved: `FALSEPREDICATE` is accepted and refuses all content, saying so.
 public struct ActivationRule: Sendable, Hashable, CustomStringConvertible {
     /// The dictionary keys, spelled as Apple spells them.
     public enum Key: String, CaseIterable, Sendable {
@@ -40,14 +49,15 @@ public struct ActivationRule: Sendable, Hashable, CustomStringConvertible {
         case attachmentCount = "NSExtensionActivationSupportsAttachmentsWithMaxCount"
     }
 
-    /// The string form that accepts any content that is not empty.
+    /// The predicate string that accepts any content that is not empty.
     public static let truePredicateString = "TRUEPREDICATE"
 
     /// `TRUEPREDICATE`: offered for anything that is not empty.
-    public static let truePredicate = ActivationRule(isTruePredicate: true)
+    public static let truePredicate = ActivationRule(predicate: .truePredicate)
 
-    /// Whether this is `TRUEPREDICATE`; the other properties are then unused.
-    public var isTruePredicate: Bool
+    /// The rule's predicate when it is written as a string; `nil` for the dictionary form.
+    /// With a predicate, the dictionary's properties below are unused.
+    public var predicate: ActivationPredicate?
     /// `NSExtensionActivationSupportsText`.
     public var supportsText: Bool
     /// The maxima of the `…WithMaxCount` keys; `nil` when the key is absent.
@@ -63,7 +73,7 @@ public struct ActivationRule: Sendable, Hashable, CustomStringConvertible {
         supportsText: Bool = false, maxImageCount: Int? = nil, maxMovieCount: Int? = nil, maxFileCount: Int? = nil,
         maxWebURLCount: Int? = nil, maxWebPageCount: Int? = nil, maxAttachmentCount: Int? = nil
     ) {
-        self.isTruePredicate = false
+        self.predicate = nil
         self.supportsText = supportsText
         self.maxImageCount = maxImageCount
         self.maxMovieCount = maxMovieCount
@@ -73,30 +83,36 @@ public struct ActivationRule: Sendable, Hashable, CustomStringConvertible {
         self.maxAttachmentCount = maxAttachmentCount
     }
 
-    private init(isTruePredicate: Bool) {
+    /// A rule written as a predicate string.
+    ///
+    /// ```swift
+    /// let rule = ActivationRule(predicate: try ActivationPredicate("extensionItems.@count == 1"))
+    /// ```
+    public init(predicate: ActivationPredicate) {
         self.init()
-        self.isTruePredicate = isTruePredicate
+        self.predicate = predicate
     }
 
-    /// Reads a rule as written in a manifest: the string `"TRUEPREDICATE"` or an object of
-    /// the keys above. `field` is the rule's path in the manifest, for errors
+    /// Reads a rule as written in a manifest: a predicate string (``ActivationPredicate``)
+    /// or an object of the keys above. `field` is the rule's path in the manifest, for errors
     /// (`extensions[0].attributes.NSExtensionActivationRule`).
     ///
     /// Throws ``AppManifestError`` naming the offending field in full for an unknown key, a
-    /// wrong type, a count that is not a whole number ≥ 0, another predicate string, or a
-    /// rule that supports nothing.
+    /// wrong type, a count that is not a whole number ≥ 0, a dictionary that supports
+    /// nothing, or a predicate that cannot be read (with the character and what was expected).
     public static func parse(_ value: JSONValue, field: String = "NSExtensionActivationRule") throws(AppManifestError) -> ActivationRule {
         let fields: [String: JSONValue]
         switch value {
-        case .string(truePredicateString):
-            return .truePredicate
-        case .string(let predicate):
-            throw AppManifestError(
-                field: field, "predicate strings other than \"\(truePredicateString)\" are not supported, got \(literal(.string(predicate))); use an object of NSExtensionActivationSupports… keys")
+        case .string(let text):
+            do {
+                return ActivationRule(predicate: try ActivationPredicate(text))
+            } catch {
+                throw AppManifestError(field: field, "cannot read the predicate: \(error)")
+            }
         case .object(let object):
             fields = object
         default:
-            throw AppManifestError(field: field, "expected \"\(truePredicateString)\" or an object of NSExtensionActivationSupports… keys, got \(literal(value))")
+            throw AppManifestError(field: field, "expected a predicate string or an object of NSExtensionActivationSupports… keys, got \(literal(value))")
         }
         var rule = ActivationRule()
         for (name, value) in fields.sorted(by: { $0.key < $1.key }) {
@@ -150,14 +166,16 @@ public struct ActivationRule: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// Whether any content at all can pass.
+    /// Whether any content at all can pass: for a predicate, whether it is other than
+    /// `FALSEPREDICATE` alone (a predicate is not solved).
     public var supportsAnything: Bool {
-        isTruePredicate || supportsText || Key.allCases.contains { (self[count: $0] ?? 0) > 0 }
+        if let predicate { return !predicate.isFalsePredicate }
+        return supportsText || Key.allCases.contains { (self[count: $0] ?? 0) > 0 }
     }
 
     /// The rule as a manifest writes it (the inverse of ``parse(_:field:)``).
     public var jsonValue: JSONValue {
-        if isTruePredicate { return .string(Self.truePredicateString) }
+        if let predicate { return .string(predicate.source) }
         var object: [String: JSONValue] = [:]
         if supportsText { object[Key.supportsText.rawValue] = .bool(true) }
         for key in Key.allCases {
@@ -166,9 +184,10 @@ public struct ActivationRule: Sendable, Hashable, CustomStringConvertible {
         return .object(object)
     }
 
-    /// A short line for listings: `TRUEPREDICATE`, or `text, images ≤ 1, files ≤ 5`.
+    /// A short line for listings: the predicate on one line (`TRUEPREDICATE`), or
+    /// `text, images ≤ 1, files ≤ 5`.
     public var description: String {
-        if isTruePredicate { return Self.truePredicateString }
+        if let predicate { return predicate.description }
         var parts: [String] = supportsText ? ["text"] : []
         for key in Key.allCases {
             if let count = self[count: key], count > 0, let noun = key.noun { parts.append("\(noun.plural) ≤ \(count)") }

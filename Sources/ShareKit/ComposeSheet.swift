@@ -152,7 +152,8 @@ final class ComposeSheet {
         return count
     }
 
-    /// One line per attachment: type, name, size, and an image's dimensions.
+    /// One line per attachment: type, name, size, and an image's dimensions as shown (with the
+    /// stored ones and the EXIF orientation when it is turned).
     nonisolated static func describe(_ items: [ExtensionItem]) async -> [String] {
         await Task.detached {
             items.flatMap(\.attachments).map { attachment in
@@ -161,8 +162,10 @@ final class ComposeSheet {
                 if let bytes = attachment.byteCount { parts.append(ByteCountFormatter.string(fromByteCount: bytes, countStyle: .file)) }
                 if let file = attachment.fileURL, attachment.hasItemConforming(toTypeIdentifier: .image),
                    let details = try? ImageDetails.read(fileAt: file) {
-                    parts.append("\(details.width) × \(details.height)")
-                    if details.orientation != 1 { parts.append("EXIF orientation \(details.orientation)") }
+                    parts.append("\(details.width) × \(details.height)")  // as shown
+                    if details.orientation != .up {
+                        parts.append("stored \(details.pixelWidth) × \(details.pixelHeight), EXIF orientation \(details.exifOrientation)")
+                    }
                 }
                 return parts.joined(separator: "  ")
             }

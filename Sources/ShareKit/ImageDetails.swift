@@ -1,27 +1,31 @@
 import CVips
 public import Foundation
 
-/// What a share extension says about an image without decoding it: its size in pixels as
-/// stored, its EXIF orientation, its scale, its type and a line for people.
+/// What a share extension says about an image without decoding it, as UIKit would say it:
+/// its size as shown upright (what a `UIImage` reports), its orientation in
+/// `UIImage.Orientation`'s numbering, its scale, its type and a line for people. The size
+/// as stored and the EXIF orientation stay available under their own names.
 ///
 /// ```swift
 /// let details = try ImageDetails.read(fileAt: URL(fileURLWithPath: "cow.jpg"))
-/// print(details.width, details.height, details.orientation)   // 640 480 6
-/// print(details.orientedWidth, details.orientedHeight)        // 480 640: as it is shown
-/// print(details)   // JPEG image, 640 × 480, rotated 90° (EXIF 6)
+/// print(details.width, details.height, details.orientation)   // 480 640 right: as UIImage says
+/// print(details.orientation.rawValue)                         // 3: UIImage.Orientation.right
+/// print(details.pixelWidth, details.pixelHeight)              // 640 480: as stored
+/// print(details.exifOrientation)                              // 6
+/// print(details)   // JPEG image, 480 × 640, shown rotated 90° (stored 640 × 480; EXIF 6, UIKit right)
 /// ```
 ///
 /// ``read(fileAt:)`` reads the header only (libvips with sequential access, pixels never
 /// asked for), so a 12000 × 12000 photo costs what a thumbnail does. It reads JPEG, PNG,
 /// GIF, WebP, TIFF and whatever else the system's libvips can load (HEIC with libheif).
 public struct ImageDetails: Sendable, Hashable, CustomStringConvertible {
-    /// Pixels across, as stored (before the orientation is applied).
-    public var width: Int
-    /// Pixels down, as stored; for an animated image, one frame's.
-    public var height: Int
-    /// The EXIF orientation, 1–8: how the stored pixels must be turned to be shown upright
-    /// (6: rotate 90° clockwise). 1 when the image has none.
-    public var orientation: Int
+    /// Pixels across as stored, before the orientation is applied (EXIF's and libvips' width).
+    public var pixelWidth: Int
+    /// Pixels down as stored; for an animated image, one frame's.
+    public var pixelHeight: Int
+    /// How the stored pixels are turned to be shown upright, in UIKit's terms
+    /// (`UIImage.imageOrientation`); ``ImageOrientation/up`` when the file says nothing.
+    public var orientation: ImageOrientation
     /// Pixels per point: 1.0, or N for a file whose name ends in `@Nx` before the extension
     /// (`icon@2x.png` is 2.0), UIKit's rule for image files. Resolution fields (DPI) are
     /// not used: cameras write 72, 300 or 350 there whatever the picture is.
@@ -31,29 +35,45 @@ public struct ImageDetails: Sendable, Hashable, CustomStringConvertible {
     /// Frames in an animated GIF or WebP, pages in a TIFF; 1 for a still image.
     public var pageCount: Int
 
-    public init(width: Int, height: Int, orientation: Int = 1, scale: Double = 1, typeIdentifier: TypeIdentifier, pageCount: Int = 1) {
-        self.width = width
-        self.height = height
+    /// Details of an image stored `pixelWidth` × `pixelHeight` and shown turned by `orientation`.
+    ///
+    /// ```swift
+    /// let details = ImageDetails(pixelWidth: 640, pixelHeight: 480, orientation: .right, typeIdentifier: .jpeg)
+    /// details.width   // 480
+    /// ```
+    public init(
+        pixelWidth: Int, pixelHeight: Int, orientation: ImageOrientation = .up, scale: Double = 1,
+        typeIdentifier: TypeIdentifier, pageCount: Int = 1
+    ) {
+        self.pixelWidth = pixelWidth
+        self.pixelHeight = pixelHeight
         self.orientation = orientation
         self.scale = scale
         self.typeIdentifier = typeIdentifier
         self.pageCount = pageCount
     }
 
-    /// Whether showing the image upright swaps its sides (orientations 5–8).
-    public var swapsSides: Bool { (5...8).contains(orientation) }
+    /// Pixels across as shown upright: ``pixelHeight`` when the orientation turns the image
+    /// a quarter (left, right and their mirrors; EXIF 5–8), else ``pixelWidth``. What
+    /// `UIImage.size.width` reports for a scale of 1; UIKit divides by ``scale`` for `@2x` files.
+    public var width: Int { orientation.swapsSides ? pixelHeight : pixelWidth }
 
-    /// Pixels across once the orientation is applied: ``height`` for orientations 5–8.
-    public var orientedWidth: Int { swapsSides ? height : width }
+    /// Pixels down as shown upright: ``pixelWidth`` for EXIF 5–8, else ``pixelHeight``.
+    public var height: Int { orientation.swapsSides ? pixelWidth : pixelHeight }
 
-    /// Pixels down once the orientation is applied: ``width`` for orientations 5–8.
-    public var orientedHeight: Int { swapsSides ? width : height }
+    /// The orientation as the file's EXIF tag writes it, 1–8 (6: shown rotated 90° clockwise).
+    public var exifOrientation: Int { orientation.exifOrientation }
 
-    /// A line for people: `JPEG image, 640 × 480, rotated 90° (EXIF 6)`; then `@2x` for a
-    /// scale other than 1 and `, 12 frames` for an animation.
+    /// A line for people: the size as shown, then for a turned image how it is shown, the
+    /// size as stored when it differs, the EXIF value and UIKit's name:
+    /// `JPEG image, 480 × 640, shown rotated 90° (stored 640 × 480; EXIF 6, UIKit right)`;
+    /// then `@2x` for a scale other than 1 and `, 12 frames` for an animation.
     public var description: String {
         var line = "\(Self.kindName(typeIdentifier)) image, \(width) × \(height)"
-        if let turn = Self.orientationPhrase(orientation) { line += ", \(turn) (EXIF \(orientation))" }
+        if orientation != .up {
+            let stored = orientation.swapsSides ? "stored \(pixelWidth) × \(pixelHeight); " : ""
+            line += ", shown \(orientation.phrase) (\(stored)EXIF \(exifOrientation), UIKit \(orientation))"
+        }
         if scale != 1 { line += " @\(scale.rounded() == scale ? String(Int(scale)) : String(scale))x" }
         if pageCount > 1 { line += ", \(pageCount) \(typeIdentifier == .tiff ? "pages" : "frames")" }
         return line
@@ -83,7 +103,7 @@ public struct ImageDetails: Sendable, Hashable, CustomStringConvertible {
                 code: .notAnImage, path: path)
         }
         return ImageDetails(
-            width: Int(width), height: Int(height), orientation: (1...8).contains(orientation) ? Int(orientation) : 1,
+            pixelWidth: Int(width), pixelHeight: Int(height), orientation: ImageOrientation(exifOrientation: Int(orientation)) ?? .up,
             scale: scale(fromFilename: url.lastPathComponent), typeIdentifier: type, pageCount: max(1, Int(pages)))
     }
 
@@ -104,20 +124,6 @@ public struct ImageDetails: Sendable, Hashable, CustomStringConvertible {
         ]
         if let name = names[type] { return name }
         return type.preferredFilenameExtension?.uppercased() ?? type.preferredMIMEType ?? type.rawValue
-    }
-
-    /// What showing the image upright does to the stored pixels; `nil` for orientation 1.
-    static func orientationPhrase(_ orientation: Int) -> String? {
-        switch orientation {
-        case 2: "mirrored horizontally"
-        case 3: "rotated 180°"
-        case 4: "mirrored vertically"
-        case 5: "mirrored horizontally and rotated 270°"
-        case 6: "rotated 90°"
-        case 7: "mirrored horizontally and rotated 90°"
-        case 8: "rotated 270°"
-        default: nil
-        }
     }
 
     /// libvips starts once per process; the result is kept so that every call reports a failure.

@@ -14,7 +14,7 @@ public import FerryApps
 ///
 /// | key | value |
 /// |---|---|
-/// | `NSExtensionActivationRule` | required: `"TRUEPREDICATE"` or the dictionary of ``ActivationRule`` |
+/// | `NSExtensionActivationRule` | required: a predicate string (``ActivationPredicate``) or the dictionary of ``ActivationRule`` |
 /// | `maxCharacters` | optional: a whole number ≥ 0, the compose sheet's text limit (no limit when absent) |
 ///
 /// ```json

@@ -135,6 +135,30 @@ import Glibc
         #expect(!FileManager.default.fileExists(atPath: home.data + "/groups"))
     }
 
+    /// Activation rules as the predicate strings of Info.plist: `ferry apps install` reads them
+    /// (through ShareKit) and refuses one it cannot read, naming the character.
+    @Test func predicateActivationRules() async throws {
+        let home = try Home()
+        defer { home.scratch.remove() }
+        func withRule(_ rule: String) -> (inout [String: Any]) -> Void {
+            { manifest in
+                var items = manifest["extensions"] as! [[String: Any]]
+                items[0]["attributes"] = ["NSExtensionActivationRule": rule]
+                manifest["extensions"] = items
+            }
+        }
+        let oneImage = #"SUBQUERY (extensionItems, $extensionItem, SUBQUERY ($extensionItem.attachments, $attachment, ANY $attachment.registeredTypeIdentifiers UTI-CONFORMS-TO "public.image").@count == 1).@count == 1"#
+        let install = try await home.ferry(["apps", "install", try home.manifest(withRule(oneImage))])
+        #expect(install.status == 0, "\(install.stderr)")
+        #expect(try String(contentsOfFile: home.data + "/apps/com.example.sharealike.json", encoding: .utf8).contains("UTI-CONFORMS-TO"))
+
+        let file = try home.manifest(withRule("SUBQUERY(extensionItems, $e, ALL $e.attachments).@count == 1"))
+        let refused = try await home.ferry(["apps", "install", file])
+        #expect(refused.status == 1)
+        #expect(refused.stderr.hasPrefix(#"ferry: \#(file): extensions[0].attributes.NSExtensionActivationRule: cannot read the predicate: at character 30: expected a predicate"#),
+                "\(refused.stderr)")
+    }
+
     @Test func unreadableFileExitsWith26() async throws {
         let home = try Home()
         defer { home.scratch.remove() }

@@ -38,16 +38,17 @@ struct ShareAppsTests {
         let body = try #require(try JSONSerialization.jsonObject(with: Data(((recorded["body"] as? String) ?? "").utf8)) as? [String: Any])
         #expect(body["text"] as? String == "Highland Cow")
         let details = try #require(body["image_details"] as? [String: Any])
-        #expect(details["width"] as? Int == 640)
-        #expect(details["height"] as? Int == 480)
-        #expect(details["orientation"] as? Int == 6)
+        // As UIKit gives them: the size shown upright, UIImage.Orientation.right.
+        #expect(details["width"] as? Int == 480)
+        #expect(details["height"] as? Int == 640)
+        #expect(details["orientation"] as? Int == 3)
         #expect(details["scale"] as? Double == 1)
         #expect((details["description"] as? String)?.isEmpty == false)
 
         // The outcome is recorded once, by the app ferryd relaunches — or by the extension, when
         // the post finished while it was still connected (rule 5: the same code in both).
         let history = try await world.waitForOutput(["sharealike", "history"], containing: "HTTP 200")
-        #expect(history.contains("\"Highland Cow\" + image 640×480, orientation 6"))
+        #expect(history.contains("\"Highland Cow\" + image 480×640, UIKit orientation 3"))
         try await Task.sleep(for: .milliseconds(500))  // a second record, if any, would land now
         let log = world.paths.containerURL(forGroup: "group.org.ferry.sharealike").appendingPathComponent("history.jsonl")
         let completions = try String(contentsOf: log, encoding: .utf8).split(separator: "\n")

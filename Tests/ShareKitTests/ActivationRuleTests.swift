@@ -146,7 +146,7 @@ struct ActivationRuleTests {
         #expect(rule.description == "text, images ≤ 10, movies ≤ 1, files ≤ 2, web URLs ≤ 3, web pages ≤ 4, attachments ≤ 20")
         let truePredicate = try ActivationRule.parse(.string("TRUEPREDICATE"))
         #expect(truePredicate == .truePredicate)
-        #expect(truePredicate.isTruePredicate)
+        #expect(truePredicate.predicate == .truePredicate)
         #expect(truePredicate.jsonValue == .string("TRUEPREDICATE"))
     }
 
@@ -167,10 +167,10 @@ struct ActivationRuleTests {
         (#"{"NSExtensionActivationSupportsText": true, "NSExtensionActivationSupportsImagesWithMaxCount": 1}"#,
          "\(rulePath).NSExtensionActivationSupportsImagesWithMaxCount",
          "unknown key (known: " + ActivationRule.Key.allCases.map(\.rawValue).joined(separator: ", ") + ")"),
-        (#""FALSEPREDICATE""#, rulePath,
-         #"predicate strings other than "TRUEPREDICATE" are not supported, got "FALSEPREDICATE"; use an object of NSExtensionActivationSupports… keys"#),
-        ("1", rulePath, #"expected "TRUEPREDICATE" or an object of NSExtensionActivationSupports… keys, got 1"#),
-        ("[]", rulePath, #"expected "TRUEPREDICATE" or an object of NSExtensionActivationSupports… keys, got an array"#),
+        (#""TRUEPREDICATE OR""#, rulePath,
+         #"cannot read the predicate: at character 17: expected a predicate (TRUEPREDICATE, FALSEPREDICATE, NOT, "(", ANY, SUBQUERY, extensionItems, a $variable or a number), found the end"#),
+        ("1", rulePath, "expected a predicate string or an object of NSExtensionActivationSupports… keys, got 1"),
+        ("[]", rulePath, "expected a predicate string or an object of NSExtensionActivationSupports… keys, got an array"),
         (#"{"NSExtensionActivationSupportsText": false, "NSExtensionActivationSupportsImageWithMaxCount": 0}"#, rulePath,
          #"the rule supports nothing, so the extension would never be offered: set a key to true or a count above 0, or use "TRUEPREDICATE""#),
     ]

@@ -17,8 +17,8 @@ struct ImageDetailsTests {
             let details = try ImageDetails.read(fileAt: scratch.convert("-size", "\(width)x\(height)", "xc:red", name))
             #expect(details.width == width, "\(name)")
             #expect(details.height == height, "\(name)")
-            #expect(details.orientation == 1, "\(name)")
-            #expect(details.orientedWidth == width && details.orientedHeight == height, "\(name)")
+            #expect(details.orientation == .up && details.exifOrientation == 1, "\(name)")
+            #expect(details.pixelWidth == width && details.pixelHeight == height, "\(name)")
             #expect(details.scale == 1, "\(name)")
             #expect(details.pageCount == 1, "\(name)")
             #expect(details.typeIdentifier == type, "\(name)")
@@ -26,28 +26,52 @@ struct ImageDetailsTests {
         }
     }
 
-    @Test("EXIF orientations 1–8 written by ImageMagick; sides swap for 5–8", arguments: 1...8)
-    func orientation(_ orientation: Int) throws {
+    /// EXIF value, UIKit's case and raw value: the table of UIImage.Orientation's documentation.
+    static let orientations: [(Int, ImageOrientation, Int)] = [
+        (1, .up, 0), (2, .upMirrored, 4), (3, .down, 1), (4, .downMirrored, 5),
+        (5, .leftMirrored, 6), (6, .right, 3), (7, .rightMirrored, 7), (8, .left, 2),
+    ]
+
+    @Test("Real JPEGs with EXIF orientations 1–8: UIKit's numbering, and width/height as shown (swapped for 5–8)",
+          arguments: orientations)
+    func orientation(_ exif: Int, _ uikit: ImageOrientation, _ rawValue: Int) throws {
         let scratch = try Scratch()
         defer { scratch.remove() }
-        let details = try ImageDetails.read(fileAt: scratch.orientedJPEG("o.jpg", width: 40, height: 30, orientation: orientation))
-        #expect(details.orientation == orientation)
-        #expect(details.width == 40 && details.height == 30)
-        let swapped = orientation >= 5
-        #expect(details.orientedWidth == (swapped ? 30 : 40))
-        #expect(details.orientedHeight == (swapped ? 40 : 30))
-        #expect(details.swapsSides == swapped)
+        let details = try ImageDetails.read(fileAt: scratch.orientedJPEG("o.jpg", width: 40, height: 30, orientation: exif))
+        #expect(details.exifOrientation == exif)
+        #expect(details.orientation == uikit)
+        #expect(details.orientation.rawValue == rawValue)
+        #expect(details.pixelWidth == 40 && details.pixelHeight == 30)
+        let swapped = exif >= 5
+        #expect(details.orientation.swapsSides == swapped)
+        #expect(details.width == (swapped ? 30 : 40))
+        #expect(details.height == (swapped ? 40 : 30))
+        #expect(details.orientation.isMirrored == [2, 4, 5, 7].contains(exif))
     }
 
-    @Test("The description names the turn")
+    @Test("EXIF and UIKit numbers translate both ways; nothing outside 1–8")
+    func orientationNumbers() {
+        for (exif, uikit, rawValue) in Self.orientations {
+            #expect(ImageOrientation(exifOrientation: exif) == uikit)
+            #expect(ImageOrientation(rawValue: rawValue) == uikit)
+            #expect(uikit.exifOrientation == exif)
+        }
+        #expect(Set(Self.orientations.map(\.1)) == Set(ImageOrientation.allCases))
+        #expect(ImageOrientation(exifOrientation: 0) == nil && ImageOrientation(exifOrientation: 9) == nil)
+        #expect(ImageOrientation(rawValue: 8) == nil)
+        #expect(ImageOrientation.rightMirrored.description == "rightMirrored")
+    }
+
+    @Test("The description gives the size as shown, then the turn, the stored size, EXIF and UIKit's name")
     func description() throws {
         let scratch = try Scratch()
         defer { scratch.remove() }
         let six = try ImageDetails.read(fileAt: scratch.orientedJPEG("six.jpg", width: 640, height: 480, orientation: 6))
-        #expect(six.description == "JPEG image, 640 × 480, rotated 90° (EXIF 6)")
+        #expect(six.description == "JPEG image, 480 × 640, shown rotated 90° (stored 640 × 480; EXIF 6, UIKit right)")
         let three = try ImageDetails.read(fileAt: scratch.orientedJPEG("three.jpg", width: 16, height: 8, orientation: 3))
-        #expect(three.description == "JPEG image, 16 × 8, rotated 180° (EXIF 3)")
-        #expect(ImageDetails(width: 2, height: 1, orientation: 8, typeIdentifier: .png).description == "PNG image, 2 × 1, rotated 270° (EXIF 8)")
+        #expect(three.description == "JPEG image, 16 × 8, shown rotated 180° (EXIF 3, UIKit down)")
+        #expect(ImageDetails(pixelWidth: 2, pixelHeight: 1, orientation: .left, typeIdentifier: .png).description
+                == "PNG image, 1 × 2, shown rotated 270° (stored 2 × 1; EXIF 8, UIKit left)")
     }
 
     @Test("Scale comes from an @Nx name, else 1")

@@ -48,6 +48,23 @@ struct ShareExtensionsTests {
         #expect(try ShareExtensions.maxCharacters(for: manifest.extensions[1]) == nil)
     }
 
+    @Test("A predicate string rule, as Info.plist has it, read from the manifest and matched")
+    func predicateRule() throws {
+        let rule = #"SUBQUERY (extensionItems, $extensionItem, SUBQUERY ($extensionItem.attachments, $attachment, ANY $attachment.registeredTypeIdentifiers UTI-CONFORMS-TO \"public.image\").@count == 1).@count == 1"#
+        let manifest = try Manifests.decode(Manifests.shareAlike(attributes: #"{"NSExtensionActivationRule": "\#(rule)", "maxCharacters": 25}"#))
+        try ShareExtensions.validate(manifest)
+        let read = try ShareExtensions.rule(for: manifest.extensions[0])
+        #expect(read.predicate == (try ActivationPredicate(rule.replacingOccurrences(of: "\\\"", with: "\""))))
+        #expect(read.accepts(ShareContent(hasText: true, attachments: [.jpeg])))
+        #expect(read.evaluate(ShareContent(attachments: [.jpeg, .png])).reason
+                == "0 of 1 extension items match, expected == 1: 2 of 2 attachments match, expected == 1")
+        #expect(try ShareExtensions.maxCharacters(for: manifest.extensions[0]) == 25)
+
+        let broken = try Manifests.decode(Manifests.shareAlike(attributes: #"{"NSExtensionActivationRule": "SUBQUERY(extensionItems, $e, $e.attachments.@count <= 3"}"#))
+        let error = try #require(throws: AppManifestError.self) { try ShareExtensions.validate(broken) }
+        #expect(error.description == #"extensions[0].attributes.NSExtensionActivationRule: cannot read the predicate: at character 56: expected ")", found the end"#)
+    }
+
     /// (attributes as JSON text or nil, the field of the error, its reason)
     static let errors: [(String?, String, String)] = [
         (nil, "extensions[0].attributes",

@@ -57,7 +57,7 @@ case "history":
         if posts.isEmpty { print("nothing posted yet") }
         let dates = ISO8601DateFormatter()
         for post in posts {
-            let image = post.post?.image_details.map { " + image \($0.width)×\($0.height), orientation \($0.orientation)" } ?? ""
+            let image = post.post?.image_details.map { " + image \($0.width)×\($0.height), UIKit orientation \($0.orientation)" } ?? ""
             let outcome: String
             if let done = outcomes[post.task] {
                 outcome = done.error ?? "HTTP \(done.status.map(String.init) ?? "?")"

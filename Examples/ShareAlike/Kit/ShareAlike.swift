@@ -41,6 +41,9 @@ public struct Post: Codable, Sendable, Equatable {
     public var text: String
     public var image_details: ImageSummary?
 
+    /// The image as UIKit describes it: `height` and `width` as shown upright (a `UIImage`'s
+    /// size), `orientation` in `UIImage.Orientation`'s numbering (up 0, down 1, left 2, right 3,
+    /// then upMirrored 4 … rightMirrored 7), `description` naming the stored size and EXIF value.
     public struct ImageSummary: Codable, Sendable, Equatable {
         public var height: Int
         public var width: Int

@@ -31,7 +31,8 @@ final class ShareViewController: ComposeServiceController {
             do {
                 guard case .file(let file) = try await image.loadItem(forTypeIdentifier: .image) else { return }
                 let details = try await Task.detached { try ImageDetails.read(fileAt: file) }.value
-                self.imageDetails = Post.ImageSummary(height: details.height, width: details.width, orientation: details.orientation,
+                // As the tutorial read them from a UIImage: the size as shown, UIImage.Orientation's number.
+                self.imageDetails = Post.ImageSummary(height: details.height, width: details.width, orientation: details.orientation.rawValue,
                                                       scale: details.scale, description: details.description)
             } catch {
                 FileHandle.standardError.write(Data("sharealike-share: cannot read the image: \(error)\n".utf8))
