@@ -261,7 +261,7 @@ public actor Daemon {
     /// first is awaited: the store commits them in order, and the first slice's answers go out
     /// while the rest are written (so a client that keeps many submissions in flight gets
     /// answers, and sends more, sooner).
-    static let submissionSlice = 64
+    static let submissionSlice = 128
 
     private func handleSubmissions(_ run: [(id: UInt64, submission: TaskSubmission)], from connection: ClientConnection) async {
         var sessions = SessionLookup()
