@@ -52,6 +52,15 @@ public final class FerryStore: Sendable {
         }
         writes = GroupCommit(pool: pool)
         do {
+            // GRDB sets NORMAL with WAL: a commit then survives the process dying but not the
+            // machine losing power. A sync per commit is what "durable before acknowledged"
+            // means, and grouped commits make it cheap.
+            try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+        } catch {
+            try? pool.close()
+            throw FerryStoreError.wrapping(error, path: path, while: "set up the database")
+        }
+        do {
             try migrate()
         } catch {
             try? pool.close()

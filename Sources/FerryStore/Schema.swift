@@ -6,6 +6,7 @@ enum Schema {
     /// Every migration, in the order they run: a new one goes at the end.
     static let migrations = [
         ("v1", v1), ("v2", v2), ("v3", v3), ("v4", v4), ("v5", v5), ("v6", v6), ("v7", v7), ("v8", v8), ("v9", v9),
+        ("v10", v10),
     ]
 
     static var migrator: DatabaseMigrator {
@@ -145,5 +146,11 @@ enum Schema {
     /// all of the session's events.
     static let v9 = """
         CREATE INDEX event_by_task ON event(session_identifier, task_identifier);
+        """
+
+    /// `task_by_state` has served no query since `task_runnable` (v3): every insert and state
+    /// change kept an index nobody read.
+    static let v10 = """
+        DROP INDEX task_by_state;
         """
 }

@@ -43,6 +43,11 @@ extension FerryStore {
         try await write("run test SQL") { db in try db.execute(sql: sql) }
     }
 
+    /// On the writer's connection (settings such as `synchronous` are per connection).
+    func writerScalarForTest(_ sql: String) async throws -> String? {
+        try await write("run test SQL") { db in try String.fetchOne(db, sql: sql) }
+    }
+
     func scalarForTest(_ sql: String) async throws -> String? {
         try await read("run test SQL") { db in try String.fetchOne(db, sql: sql) }
     }
