@@ -63,6 +63,13 @@ public struct Configuration: Sendable {
     /// takes them all here (a Ferry request has no main document).
     public var httpCookieAcceptPolicy: HTTPCookie.AcceptPolicy = .onlyFromMainDocumentDomain
 
+    /// Credentials for servers that answer `401` (HTTP Basic and Digest): ``URLCredentialStorage/shared``
+    /// for `.default` and background sessions, a storage of its own for `.ephemeral` ones; nil
+    /// keeps none. Default handling of a challenge uses its default credential for the
+    /// protection space; a credential the delegate gave (persistence other than `.none`) is
+    /// kept there once the server accepted it. In memory only.
+    public var urlCredentialStorage: URLCredentialStorage?
+
     /// The cookies the session's transfers send and store, or nil.
     var cookieJar: (any CookieJar)? {
         httpShouldSetCookies ? httpCookieStorage?.jar(acceptPolicy: httpCookieAcceptPolicy) : nil
@@ -104,6 +111,7 @@ public struct Configuration: Sendable {
     public static var `default`: Configuration {
         var configuration = Configuration(kind: .default)
         configuration.httpCookieStorage = .shared
+        configuration.urlCredentialStorage = .shared
         return configuration
     }
     /// Nothing kept on disk: the session's cookies live in a storage of its own, in memory,
@@ -111,6 +119,7 @@ public struct Configuration: Sendable {
     public static var ephemeral: Configuration {
         var configuration = Configuration(kind: .ephemeral)
         configuration.httpCookieStorage = HTTPCookieStorage()
+        configuration.urlCredentialStorage = URLCredentialStorage()
         return configuration
     }
 
@@ -135,6 +144,7 @@ public struct Configuration: Sendable {
         var configuration = Configuration(kind: .background)
         configuration.identifier = identifier
         configuration.httpCookieStorage = .shared
+        configuration.urlCredentialStorage = .shared
         configuration.retryPolicy = .untilResourceTimeout
         return configuration
     }

@@ -273,6 +273,7 @@ public final class Session: Sendable {
             retry: configuration.retryPolicy,
             resumableUpload: configuration.resumableUploads)
         transfer.cookies = configuration.cookieJar
+        transfer.credentials = configuration.urlCredentialStorage
         return transfer
     }
 }

@@ -37,6 +37,8 @@ public protocol SessionDelegate: AnyObject, Sendable {
     /// A redirect: return the request to follow (possibly changed), or nil to receive the
     /// redirect response itself.
     func session(_ session: Session, task: SessionTask, willPerformHTTPRedirection response: Response, newRequest request: Request) async -> Request?
+    /// A `401` asks for credentials (HTTP Basic or Digest); `.performDefaultHandling` by default.
+    func session(_ session: Session, task: SessionTask, didReceive challenge: AuthenticationChallenge) async -> ChallengeAnswer
     /// The task ended: `error` is nil on success (whatever the HTTP status).
     func session(_ session: Session, task: SessionTask, didCompleteWithError error: FerryError?) async
     /// Background sessions with ``Configuration/waitsForConnectivity``: the task waits for the
@@ -58,6 +60,7 @@ extension SessionDelegate {
     public func session(_ session: Session, downloadTask: DownloadTask, didResumeAtOffset fileOffset: Int64, expectedTotalBytes: Int64) async {}
     public func session(_ session: Session, downloadTask: DownloadTask, didFinishDownloadingTo location: URL) async {}
     public func session(_ session: Session, task: SessionTask, willPerformHTTPRedirection response: Response, newRequest request: Request) async -> Request? { request }
+    public func session(_ session: Session, task: SessionTask, didReceive challenge: AuthenticationChallenge) async -> ChallengeAnswer { .performDefaultHandling }
     public func session(_ session: Session, task: SessionTask, didCompleteWithError error: FerryError?) async {}
     public func session(_ session: Session, taskIsWaitingForConnectivity task: SessionTask) async {}
     public func session(_ session: Session, didBecomeInvalidWithError error: FerryError?) async {}

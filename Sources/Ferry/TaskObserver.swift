@@ -41,6 +41,13 @@ struct TaskObserver: TransferObserver {
         return next
     }
 
+    func transferDidReceive(challenge: AuthenticationChallenge) async -> ChallengeAnswer {
+        guard let delegate = session.delegate else { return .performDefaultHandling }
+        let task = self.task
+        let session = self.session
+        return await session.delegateQueue.ask { await delegate.session(session, task: task, didReceive: challenge) }
+    }
+
     func transferDidReceive(data: Data) async {
         task.lock.withLockedValue { $0.countOfBytesReceived += Int64(data.count) }
         await task.dataArrived(data)

@@ -66,6 +66,8 @@ public struct FerryError: Error, Sendable, CustomStringConvertible {
         public static let cannotDecodeResumeData = Code("cannotDecodeResumeData")
         /// The delegate refused the response or a redirect.
         public static let cancelledByDelegate = Code("cancelledByDelegate")
+        /// The delegate cancelled an authentication challenge.
+        public static let userCancelledAuthentication = Code("userCancelledAuthentication")
         /// Anything else; see ``FerryError/underlyingError``.
         public static let unknown = Code("unknown")
     }

@@ -27,6 +27,9 @@ public struct Transfer: Sendable {
     /// Cookies sent with every request of the transfer and stored from every response
     /// (unless the request says `handlesCookies = false` or sets its own `Cookie` header).
     public var cookies: (any CookieJar)?
+    /// Default credentials for `401` challenges the observer leaves to default handling, and
+    /// where accepted ones are kept; the URL's own user and password come after it.
+    public var credentials: (any CredentialSource)?
 
     public init(
         request: Request,
@@ -110,6 +113,8 @@ public protocol TransferObserver: Sendable {
     /// A redirect is about to be followed; return the request to send, or nil to stop and
     /// deliver the redirect response itself.
     func transferWillRedirect(response: Response, to request: Request) async -> Request?
+    /// A `401` asks for credentials: what to do (``ChallengeAnswer``).
+    func transferDidReceive(challenge: AuthenticationChallenge) async -> ChallengeAnswer
     /// A chunk of the response body (for `.memory` and `.stream` destinations).
     func transferDidReceive(data: Data) async
     /// Upload progress.
@@ -128,6 +133,7 @@ public protocol TransferObserver: Sendable {
 extension TransferObserver {
     public func transferDidReceive(response: Response) async -> Bool { true }
     public func transferWillRedirect(response: Response, to request: Request) async -> Request? { request }
+    public func transferDidReceive(challenge: AuthenticationChallenge) async -> ChallengeAnswer { .performDefaultHandling }
     public func transferDidReceive(data: Data) async {}
     public func transferDidSend(bytes: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64) {}
     public func transferDidWrite(bytes: Int64, totalBytesWritten: Int64, totalBytesExpectedToWrite: Int64) {}

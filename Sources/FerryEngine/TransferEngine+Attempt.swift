@@ -100,6 +100,16 @@ extension TransferEngine {
             }
         }
 
+        // Credentials: a 401 the observer or the store answers is sent again with them.
+        if response.statusCode == 401, let next = try await answerChallenge(response, request: request, state: &state, observer: observer) {
+            _ = try? await clientResponse.body.collect(upTo: 1 << 20)
+            return .redirect(next)
+        }
+        if let (credential, space) = state.pendingCredential {
+            state.pendingCredential = nil
+            if response.statusCode != 401, credential.keep { state.transfer.credentials?.credentialAccepted(credential, for: space) }
+        }
+
         // Try again later, when the rulebook says so (429/503 with the policy's statuses).
         if state.transfer.retry.retryableStatuses.contains(response.statusCode) {
             let retryAfter = RetryPolicy.parseRetryAfter(response.headers["Retry-After"])

@@ -206,6 +206,10 @@ struct AttemptState {
     var responseHeadArrived = false
     /// The one immediate resend after a connection closed before any response was used.
     var immediateRetryUsed = false
+    /// Credentials sent for each protection space (a `401` after one is its refusal).
+    var credentialsSent: [ProtectionSpace: Int] = [:]
+    /// The credential the last request carried, reported accepted when no `401` follows.
+    var pendingCredential: (Credential, ProtectionSpace)?
     var writesToFile: Bool {
         if case .file = transfer.destination { return true }
         return false

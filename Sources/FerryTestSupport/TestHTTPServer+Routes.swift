@@ -20,6 +20,7 @@
 // `dropAfter=N` the connection is closed after N body bytes, on every request, or only on
 // the first request naming `dropOnce=KEY`. `Expect: 100-continue` is answered with 100.
 // | `GET /headers` | JSON object of the request headers, names lower-cased |
+// | `GET /basic-auth/…`, `GET /digest-auth/…` | HTTP authentication (TestHTTPServer+Auth.swift) |
 // | `GET /set-cookie?c=V&c2=V&c3=V&to=/headers` | a `Set-Cookie: V` field for each `c…` (percent-encoded); 302 to `to` when given, else 200 |
 // | `GET /close-immediately` | closes with no response |
 // | `GET /garbage` | writes non-HTTP bytes, then closes |
@@ -101,6 +102,10 @@ extension TestHTTPServer {
             let json = "{" + merged.map { jsonString($0.0) + ":" + jsonString($0.1) }.joined(separator: ",") + "}"
             try await out.simple(.ok, json, contentType: "application/json")
             return .keepAlive
+        case "basic-auth" where parts.count == 3:
+            return try await basicAuth(ex, out, user: parts[1], password: parts[2])
+        case "digest-auth" where parts.count == 4:
+            return try await digestAuth(ex, out, qop: parts[1], user: parts[2], password: parts[3])
         case "set-cookie":
             let fields = ex.target.query.filter { $0.key.hasPrefix("c") }.sorted { $0.key < $1.key }.map { ("set-cookie", $0.value) }
             if let to = ex.target.query["to"] {

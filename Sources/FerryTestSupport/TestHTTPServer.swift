@@ -23,6 +23,8 @@ public final class TestHTTPServer: Sendable {
     struct State {
         var requests: [RecordedRequest] = []
         var flaky: [String: Int] = [:]
+        /// Digest nonces this server issued (`/digest-auth`).
+        var digestNonces: Set<String> = []
         var versions: [String: UInt64] = [:]
         var digests: [String: [UInt8]] = [:]
         var nextID = 0

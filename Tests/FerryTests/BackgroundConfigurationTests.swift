@@ -25,11 +25,14 @@ struct BackgroundConfigurationTests {
     ]
     /// In-process only: a background session that sets them is refused.
     static let refused: Set = ["downloadDirectory", "maximumDataTaskBodySize"]
+    /// Not honoured in the background yet, and not refused (the default is the shared storage):
+    /// ferryd answers a `401` with the URL's own user and password only (docs/background.md).
+    static let notYetCarried: Set = ["urlCredentialStorage"]
 
     @Test("every stored property of Configuration is in exactly one of the lists")
     func everyPropertyIsAccountedFor() {
         let properties = Set(Mirror(reflecting: Configuration.background(identifier: "walk")).children.compactMap(\.label))
-        let lists = [Self.carriedWithEachTask, Self.carriedWithTheSession, Self.usedByTheLibrary, Self.refused]
+        let lists = [Self.carriedWithEachTask, Self.carriedWithTheSession, Self.usedByTheLibrary, Self.refused, Self.notYetCarried]
         #expect(properties == lists.reduce(Set()) { $0.union($1) }, "unlisted: \(properties.subtracting(lists.reduce(Set()) { $0.union($1) }))")
         #expect(lists.map(\.count).reduce(0, +) == properties.count, "a property is in two lists")
     }

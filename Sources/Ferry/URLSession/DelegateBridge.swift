@@ -1,3 +1,4 @@
+import FerryEngine
 import Foundation
 import NIOConcurrencyHelpers
 
@@ -88,6 +89,15 @@ final class DelegateBridge: SessionDelegate {
             d.urlSession(s, task: view, willPerformHTTPRedirection: HTTPURLResponse(response), newRequest: URLRequest(request), completionHandler: answer)
         }
         return answer?.request
+    }
+
+    func session(_ session: Session, task: SessionTask, didReceive challenge: AuthenticationChallenge) async -> ChallengeAnswer {
+        let answer = await ask(task, (any URLSessionTaskDelegate).self, otherwise: ChallengeAnswer.performDefaultHandling) { s, view, d, answer in
+            d.urlSession(s, task: view, didReceive: URLAuthenticationChallenge(challenge)) { disposition, credential in
+                answer(ChallengeAnswer(disposition, credential))
+            }
+        }
+        return answer
     }
 
     func session(_ session: Session, task: SessionTask, didCompleteWithError error: FerryError?) async {

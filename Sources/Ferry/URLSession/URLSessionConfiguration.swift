@@ -132,6 +132,10 @@ open class URLSessionConfiguration: @unchecked Sendable {  // every property goe
         get { value(\.httpCookieStorage) }
         set { update(\.httpCookieStorage, newValue) }
     }
+    open var urlCredentialStorage: URLCredentialStorage? {
+        get { value(\.urlCredentialStorage) }
+        set { update(\.urlCredentialStorage, newValue) }
+    }
     open var httpCookieAcceptPolicy: HTTPCookie.AcceptPolicy {
         get { value(\.httpCookieAcceptPolicy) }
         set { update(\.httpCookieAcceptPolicy, newValue) }
