@@ -70,6 +70,17 @@ public struct Configuration: Sendable {
     /// kept there once the server accepted it. In memory only.
     public var urlCredentialStorage: URLCredentialStorage?
 
+    /// The HTTP proxies the session's requests go through; nil (the default): the
+    /// environment's (`http_proxy`, `https_proxy`, `no_proxy`, as curl reads them; loopback
+    /// hosts go direct), ``ProxySettings/direct`` for none. URLSession's
+    /// `connectionProxyDictionary` sets it. Background sessions carry what it resolves to.
+    public var proxies: ProxySettings?
+
+    /// ``proxies``, or the environment's when nil.
+    var resolvedProxies: ProxySettings {
+        proxies ?? .environment(ferryEnvironment ?? ProcessInfo.processInfo.environment)
+    }
+
     /// The cookies the session's transfers send and store, or nil.
     var cookieJar: (any CookieJar)? {
         httpShouldSetCookies ? httpCookieStorage?.jar(acceptPolicy: httpCookieAcceptPolicy) : nil
@@ -96,7 +107,7 @@ public struct Configuration: Sendable {
     var transferOptions: SessionTransferOptions {
         SessionTransferOptions(
             additionalTrustedCertificateFiles: additionalTrustedCertificateFiles.map { URL(fileURLWithPath: $0).standardizedFileURL.path },
-            allowsHTTP2: allowsHTTP2, usesResumableUploads: resumableUploads == .automatic)
+            allowsHTTP2: allowsHTTP2, usesResumableUploads: resumableUploads == .automatic, proxies: resolvedProxies)
     }
 
     /// What the session allows of the network, as ferryd is told it.

@@ -21,3 +21,10 @@ public typealias RetryPolicy = FerryCore.RetryPolicy
 public typealias UploadBody = FerryEngine.UploadBody
 /// Whether uploads use the IETF resumable-upload protocol (``Configuration/resumableUploads``).
 public typealias ResumableUploadMode = FerryEngine.ResumableUploadMode
+/// The HTTP proxies a session's requests go through (``Configuration/proxies``).
+public typealias ProxySettings = FerryCore.ProxySettings
+/// A `401`'s demand for credentials, and its parts (``SessionDelegate/session(_:task:didReceive:)``).
+public typealias AuthenticationChallenge = FerryEngine.AuthenticationChallenge
+public typealias ProtectionSpace = FerryEngine.ProtectionSpace
+public typealias Credential = FerryEngine.Credential
+public typealias ChallengeAnswer = FerryEngine.ChallengeAnswer

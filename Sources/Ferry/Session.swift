@@ -19,6 +19,8 @@ public final class Session: Sendable {
 
     public let configuration: Configuration
     public let delegate: (any SessionDelegate)?
+    /// The configuration's proxies, the environment read once.
+    let proxies: ProxySettings
     /// Where the tasks run: this process's engine, or ferryd.
     let runner: any TaskRunner
     /// Background sessions: the tie to ferryd (its events, its tasks, its errors).
@@ -51,6 +53,7 @@ public final class Session: Sendable {
         self.configuration = configuration
         self.delegate = delegate
         self.logger = logger
+        self.proxies = configuration.resolvedProxies
         if let refusal = configuration.backgroundRefusal {
             // Its tasks fail with the reason when resumed (Session.background throws it).
             background = nil
@@ -274,6 +277,7 @@ public final class Session: Sendable {
             resumableUpload: configuration.resumableUploads)
         transfer.cookies = configuration.cookieJar
         transfer.credentials = configuration.urlCredentialStorage
+        transfer.proxies = proxies
         return transfer
     }
 }

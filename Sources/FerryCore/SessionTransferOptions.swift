@@ -1,6 +1,6 @@
 /// What a background session's configuration says about how its transfers are made, carried
 /// to ferryd with ``NetworkAccess`` when its owner attaches, so that a task runs in ferryd as
-/// it would in the app: the extra certificate authorities, HTTP/2, resumable uploads.
+/// it would in the app: the extra certificate authorities, HTTP/2, resumable uploads, proxies.
 ///
 /// ```swift
 /// var options = SessionTransferOptions()
@@ -16,11 +16,18 @@ public struct SessionTransferOptions: Hashable, Sendable, Codable {
     /// Use the resumable-upload protocol when the server speaks it (the configuration's
     /// `resumableUploads` is `.automatic`); false: plain uploads.
     public var usesResumableUploads: Bool
+    /// The proxies the app's configuration resolved (its own, or its environment's); nil: direct.
+    /// A proxy password is kept in ferryd's store with the session.
+    public var proxies: ProxySettings?
 
-    public init(additionalTrustedCertificateFiles: [String] = [], allowsHTTP2: Bool = true, usesResumableUploads: Bool = true) {
+    public init(
+        additionalTrustedCertificateFiles: [String] = [], allowsHTTP2: Bool = true, usesResumableUploads: Bool = true,
+        proxies: ProxySettings? = nil
+    ) {
         self.additionalTrustedCertificateFiles = additionalTrustedCertificateFiles
         self.allowsHTTP2 = allowsHTTP2
         self.usesResumableUploads = usesResumableUploads
+        self.proxies = proxies
     }
 
     /// What a session that never said otherwise gets.
@@ -32,5 +39,6 @@ public struct SessionTransferOptions: Hashable, Sendable, Codable {
         additionalTrustedCertificateFiles = try container.decodeIfPresent([String].self, forKey: .additionalTrustedCertificateFiles) ?? []
         allowsHTTP2 = try container.decodeIfPresent(Bool.self, forKey: .allowsHTTP2) ?? true
         usesResumableUploads = try container.decodeIfPresent(Bool.self, forKey: .usesResumableUploads) ?? true
+        proxies = try container.decodeIfPresent(ProxySettings.self, forKey: .proxies)
     }
 }

@@ -261,6 +261,7 @@ extension Daemon {
             retry: .none, resumableUpload: session.transferOptions.usesResumableUploads ? .automatic : .disabled)
         transfer.additionalTrustedCertificateFiles = session.transferOptions.additionalTrustedCertificateFiles
         transfer.allowsHTTP2 = session.transferOptions.allowsHTTP2
+        transfer.proxies = session.transferOptions.proxies
         if let location = record.uploadResourceURL.flatMap(URL.init(string:)), let version = record.uploadInteropVersion {
             transfer.resumeUpload = ResumableUploadPoint(location: location, interopVersion: version)
         }

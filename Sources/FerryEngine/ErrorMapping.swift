@@ -33,6 +33,13 @@ extension FerryError {
                 return FerryError(.badServerResponse, "the body length does not match Content-Length", url: url, underlying: error)
             case .redirectLimitReached, .redirectCycleDetected:
                 return FerryError(.httpTooManyRedirects, "too many redirects", url: url, underlying: error)
+            case .proxyAuthenticationRequired:
+                return FerryError(
+                    .userAuthenticationRequired,
+                    "the proxy asks for a user name and password (407): give them in the proxy settings (kCFProxyUsernameKey and kCFProxyPasswordKey, or user:password@ in http_proxy)",
+                    url: url, underlying: error)
+            case .invalidProxyResponse:
+                return FerryError(.cannotConnectToHost, "the proxy did not open a tunnel to \(url.host ?? "the host")", url: url, underlying: error)
             default:
                 if let scheme = url.scheme?.lowercased(), scheme != "http", scheme != "https" {
                     return FerryError(.unsupportedURL, "only http and https are supported", url: url, underlying: error)

@@ -68,6 +68,8 @@ public struct FerryError: Error, Sendable, CustomStringConvertible {
         public static let cancelledByDelegate = Code("cancelledByDelegate")
         /// The delegate cancelled an authentication challenge.
         public static let userCancelledAuthentication = Code("userCancelledAuthentication")
+        /// Credentials are needed and none were given (a proxy's `407`).
+        public static let userAuthenticationRequired = Code("userAuthenticationRequired")
         /// Anything else; see ``FerryError/underlyingError``.
         public static let unknown = Code("unknown")
     }

@@ -30,6 +30,8 @@ public struct Transfer: Sendable {
     /// Default credentials for `401` challenges the observer leaves to default handling, and
     /// where accepted ones are kept; the URL's own user and password come after it.
     public var credentials: (any CredentialSource)?
+    /// The proxies the transfer's requests go through (each request's URL picks one, or none).
+    public var proxies: ProxySettings?
 
     public init(
         request: Request,

@@ -65,7 +65,7 @@ extension TransferEngine {
         state.requestCount += 1
         logger.debug("request", metadata: ["method": "\(request.method)", "url": "\(request.url.redactedForLogs)"])
         state.responseHeadArrived = false
-        let clientResponse = try await client(for: state.transfer).execute(outgoing, deadline: .distantFuture, logger: logger)
+        let clientResponse = try await client(for: state.transfer, url: request.url).execute(outgoing, deadline: .distantFuture, logger: logger)
         state.responseHeadArrived = true
         progress.touch()
         if let upload = state.transfer.upload {

@@ -2,6 +2,7 @@ import FerryCore
 import AsyncHTTPClient
 import Foundation
 public import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import NIOSSL
@@ -25,6 +26,15 @@ public final class TransferEngine: Sendable {
     /// configuration says `allowsHTTP2 = false`): AsyncHTTPClient picks the protocol per client.
     /// nil when the engine itself speaks HTTP/1.1 only.
     let http1Client: HTTPClient?
+    /// The base configuration the clients share, and the clients made for proxies (one per
+    /// proxy server and HTTP version; AsyncHTTPClient takes its proxy per client), made on
+    /// first use and closed with the engine.
+    private let clientConfiguration: HTTPClient.Configuration
+    private let proxiedClients = NIOLockedValueBox<[ProxiedClientKey: HTTPClient]>([:])
+    private struct ProxiedClientKey: Hashable {
+        var server: ProxySettings.Server
+        var http1Only: Bool
+    }
     let limiter: HostLimiter
     let sleeper: any Sleeper
     let logger: Logger
@@ -55,6 +65,7 @@ public final class TransferEngine: Sendable {
         // A refused connection is an answer; AHC would otherwise retry it until the deadline.
         clientConfiguration.connectionPool.retryConnectionEstablishment = false
         clientConfiguration.httpVersion = configuration.allowsHTTP2 ? .automatic : .http1Only
+        self.clientConfiguration = clientConfiguration
         self.client = HTTPClient(eventLoopGroupProvider: .shared(MultiThreadedEventLoopGroup.singleton), configuration: clientConfiguration)
         var http1 = clientConfiguration
         http1.httpVersion = .http1Only
@@ -62,15 +73,32 @@ public final class TransferEngine: Sendable {
             ? HTTPClient(eventLoopGroupProvider: .shared(MultiThreadedEventLoopGroup.singleton), configuration: http1) : nil
     }
 
-    /// The client for `transfer`'s requests: the HTTP/1.1-only one when it must not use HTTP/2.
-    func client(for transfer: Transfer) -> HTTPClient {
-        transfer.allowsHTTP2 ? client : (http1Client ?? client)
+    /// The client for a request of `transfer` to `url`: through the transfer's proxy for that
+    /// URL if it has one, the HTTP/1.1-only one when it must not use HTTP/2.
+    func client(for transfer: Transfer, url: URL) -> HTTPClient {
+        let http1Only = !transfer.allowsHTTP2 || !configuration.allowsHTTP2
+        guard let server = transfer.proxies?.server(for: url) else { return http1Only ? (http1Client ?? client) : client }
+        return proxiedClients.withLockedValue { clients in
+            let key = ProxiedClientKey(server: server, http1Only: http1Only)
+            if let made = clients[key] { return made }
+            var configuration = clientConfiguration
+            configuration.proxy = .server(
+                host: server.host, port: server.port,
+                authorization: server.user.map { .basic(username: $0, password: server.password ?? "") })
+            if http1Only { configuration.httpVersion = .http1Only }
+            let made = HTTPClient(eventLoopGroupProvider: .shared(MultiThreadedEventLoopGroup.singleton), configuration: configuration)
+            clients[key] = made
+            return made
+        }
     }
 
     /// Closes the pool. Transfers still running fail.
     public func shutdown() async throws {
         try await client.shutdown()
         try await http1Client?.shutdown()
+        for proxied in proxiedClients.withLockedValue({ clients in defer { clients = [:] }; return Array(clients.values) }) {
+            try await proxied.shutdown()
+        }
     }
 
     deinit {
@@ -78,6 +106,7 @@ public final class TransferEngine: Sendable {
         // the client stays alive until that is done.
         client.shutdown().whenComplete { _ in }
         http1Client?.shutdown().whenComplete { _ in }
+        for proxied in proxiedClients.withLockedValue({ Array($0.values) }) { proxied.shutdown().whenComplete { _ in } }
     }
 
     /// Runs `transfer` to its end: the final response and where its body went, or a

@@ -10,10 +10,10 @@ struct BackgroundConfigurationTests {
     /// Sent with each task: ferryd applies them to that task's requests (checked below).
     static let carriedWithEachTask: Set = ["httpAdditionalHeaders", "timeoutIntervalForRequest", "timeoutIntervalForResource", "retryPolicy"]
     /// Sent once per session when it attaches, checked by their own suites: BackgroundTrustTests
-    /// (trust roots, HTTP/2 off, resumable uploads), BackgroundNetworkTests and NetworkTests (the
+    /// (trust roots, HTTP/2 off, resumable uploads, proxies), BackgroundNetworkTests and NetworkTests (the
     /// network five), FerryDaemonTests (the per-host limit).
     static let carriedWithTheSession: Set = [
-        "httpMaximumConnectionsPerHost", "allowsHTTP2", "resumableUploads", "additionalTrustedCertificateFiles",
+        "httpMaximumConnectionsPerHost", "allowsHTTP2", "resumableUploads", "additionalTrustedCertificateFiles", "proxies",
         "waitsForConnectivity", "allowsExpensiveNetworkAccess", "allowsConstrainedNetworkAccess", "allowsCellularAccess", "isDiscretionary",
     ]
     /// What the library itself uses to reach ferryd and its session; the cookies, which the

@@ -4,7 +4,8 @@ import Foundation
 import Testing
 
 /// A background session's configuration, carried to ferryd: a server with a private
-/// certificate authority (trusted for that session only), HTTP/2 or not, resumable uploads or not.
+/// certificate authority (trusted for that session only), HTTP/2 or not, resumable uploads or
+/// not, a proxy.
 @Suite("Background sessions carry their configuration", .serialized)
 struct BackgroundTrustTests {
     @Test("additionalTrustedCertificateFiles reach ferryd: the HTTPS download completes; a session without them gets serverCertificateUntrusted")
@@ -80,6 +81,23 @@ struct BackgroundTrustTests {
         } catch {
             try? await server.shutdown()
             throw error
+        }
+    }
+
+    @Test("proxies reach ferryd: a background download goes through tinyproxy (CONNECT in its log)")
+    func proxies() async throws {
+        try await withDaemonAndServer { daemon, server in
+            let proxy = try await TinyproxyServer.start()
+            defer { proxy.stop() }
+            var configuration = daemon.configuration("bg.proxied")
+            configuration.proxies = ProxySettings(http: .init(host: "127.0.0.1", port: proxy.port))
+            let delegate = RecordingDelegate()
+            let session = try Session.background(configuration, delegate: delegate)
+            session.downloadTask(with: server.url("/bytes/20000?seed=3")).resume()
+            #expect(succeeded(await delegate.nextCompletion()))
+            let port = try #require(server.url("/").port)
+            #expect(proxy.log().contains("CONNECT 127.0.0.1:\(port)"), "\(proxy.log().suffix(800))")
+            session.finishTasksAndInvalidate()
         }
     }
 }

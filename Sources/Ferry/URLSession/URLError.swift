@@ -44,7 +44,7 @@ extension URLError {
             .serverCertificateUntrusted: .serverCertificateUntrusted, .fileDoesNotExist: .fileDoesNotExist,
             .cannotReadFile: .noPermissionsToReadFile, .cannotWriteToFile: .cannotWriteToFile,
             .dataLengthExceedsMaximum: .dataLengthExceedsMaximum, .integrityCheckFailed: .cannotDecodeContentData,
-            .cannotDecodeResumeData: .cannotDecodeRawData, .cancelledByDelegate: .cancelled, .userCancelledAuthentication: .userCancelledAuthentication,
+            .cannotDecodeResumeData: .cannotDecodeRawData, .cancelledByDelegate: .cancelled, .userCancelledAuthentication: .userCancelledAuthentication, .userAuthenticationRequired: .userAuthenticationRequired,
             .backgroundSessionInUseByAnotherProcess: .backgroundSessionInUseByAnotherProcess,
             .backgroundSessionWasDisconnected: .backgroundSessionWasDisconnected,
         ]

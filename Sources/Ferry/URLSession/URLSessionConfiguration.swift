@@ -145,9 +145,14 @@ open class URLSessionConfiguration: @unchecked Sendable {  // every property goe
         get { extra(\.httpShouldUsePipelining) }
         set { setExtra(\.httpShouldUsePipelining, newValue) }
     }
-    /// Kept; proxies are not supported yet (docs/porting.md).
+    /// The proxies, in CFNetwork's keys (`kCFNetworkProxiesHTTPEnable`, `…HTTPProxy`,
+    /// `…HTTPPort`, the `HTTPS` three, `kCFNetworkProxiesExceptionsList`, `kCFProxyUsernameKey`,
+    /// `kCFProxyPasswordKey`): sets ``Configuration/proxies``. nil: the environment's; `[:]`: none.
     open var connectionProxyDictionary: [AnyHashable: Any]? {
         get { extra(\.connectionProxyDictionary) }
-        set { setExtra(\.connectionProxyDictionary, newValue) }
+        set {
+            setExtra(\.connectionProxyDictionary, newValue)
+            update(\.proxies, newValue.map(ProxySettings.init(connectionProxyDictionary:)))
+        }
     }
 }
