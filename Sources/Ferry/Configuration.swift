@@ -101,6 +101,9 @@ public struct Configuration: Sendable {
     public var allowsCellularAccess: Bool = true
     /// Background sessions: the transfers can wait for an unmetered link and mains power.
     public var isDiscretionary: Bool = false
+    /// Background sessions: ferryd starts the app (its manifest's `launch`) when the session's
+    /// events wait and no process owns it. false: they wait until the app attaches by itself.
+    public var sessionSendsLaunchEvents: Bool = true
 
     /// How the session's transfers are made, as ferryd is told it (paths made absolute: ferryd
     /// does not run in this process's folder).

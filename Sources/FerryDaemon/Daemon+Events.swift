@@ -105,6 +105,10 @@ extension Daemon {
             logger.debug("events wait for an unregistered client; nothing to launch", metadata: ["session": "\(session)"])
             return
         }
+        guard record.sendsLaunchEvents else {
+            logger.info("events wait for the app to attach: its session does not send launch events", metadata: ["session": "\(session)", "app": "\(app)"])
+            return
+        }
         var next = sessions[session]?.launch ?? LaunchState()
         next.backoff.recordLaunch(at: clock.now)
         next.timer?.stop()

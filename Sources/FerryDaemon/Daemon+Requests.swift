@@ -110,10 +110,14 @@ extension Daemon {
                     keepsEvents: keepsEvents, now: clock.now)
                 logger.info("session created", metadata: ["session": "\(session)", "app": "\(bundle)"])
             }
-            if attach.owner, attach.httpMaximumConnectionsPerHost != nil || attach.networkAccess != nil || attach.transferOptions != nil {
+            if attach.owner,
+                attach.httpMaximumConnectionsPerHost != nil || attach.networkAccess != nil || attach.transferOptions != nil
+                    || attach.sendsLaunchEvents != nil
+            {
                 try await store.configure(
                     session: session, maximumConnectionsPerHost: attach.httpMaximumConnectionsPerHost,
-                    networkAccess: attach.networkAccess, transferOptions: attach.transferOptions)
+                    networkAccess: attach.networkAccess, transferOptions: attach.transferOptions,
+                    sendsLaunchEvents: attach.sendsLaunchEvents)
                 wakeup.signal()  // a task held by the old settings may start under the new ones
             }
             let page = try await taskPage(session, after: 0, limit: nil)

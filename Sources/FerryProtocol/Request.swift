@@ -174,11 +174,15 @@ public struct AttachSession: Hashable, Sendable, Codable {
     /// for their events). Only for a session of no app (an app's is relaunched for its
     /// events); ignored for a session that exists. nil or true: events are kept.
     public var keepsEvents: Bool?
+    /// The configuration's `sessionSendsLaunchEvents`: false, and ferryd does not start the
+    /// app for the session's events; they wait until it attaches. nil keeps what the session
+    /// had (true at first). Only an owner's value is kept.
+    public var sendsLaunchEvents: Bool?
 
     public init(
         sessionIdentifier: String, sharedContainerIdentifier: String? = nil, owner: Bool = true,
         httpMaximumConnectionsPerHost: Int? = nil, networkAccess: NetworkAccess? = nil,
-        transferOptions: SessionTransferOptions? = nil, keepsEvents: Bool? = nil
+        transferOptions: SessionTransferOptions? = nil, keepsEvents: Bool? = nil, sendsLaunchEvents: Bool? = nil
     ) {
         self.sessionIdentifier = sessionIdentifier
         self.sharedContainerIdentifier = sharedContainerIdentifier
@@ -187,6 +191,7 @@ public struct AttachSession: Hashable, Sendable, Codable {
         self.networkAccess = networkAccess
         self.transferOptions = transferOptions
         self.keepsEvents = keepsEvents
+        self.sendsLaunchEvents = sendsLaunchEvents
     }
 }
 

@@ -50,15 +50,16 @@ extension FerryStore {
     }
 
     /// Sets what an owner's attach says of the session (each only when given): its
-    /// `httpMaximumConnectionsPerHost` (1…64), what it allows of the network and how its
-    /// transfers are made; one write. Returns the session.
+    /// `httpMaximumConnectionsPerHost` (1…64), what it allows of the network, how its
+    /// transfers are made and whether its app is started for its events; one write. Returns
+    /// the session.
     ///
     /// - Throws: ``FerryStoreError/Code/unknownSession``; ``FerryStoreError/Code/constraintViolation``
     ///   for a connection limit outside 1…64.
     @discardableResult
     public func configure(
         session identifier: String, maximumConnectionsPerHost: Int? = nil, networkAccess: NetworkAccess? = nil,
-        transferOptions: SessionTransferOptions? = nil
+        transferOptions: SessionTransferOptions? = nil, sendsLaunchEvents: Bool? = nil
     ) async throws -> SessionRecord {
         let path = self.path
         let access = try JSONColumn.value(networkAccess)
@@ -67,10 +68,11 @@ extension FerryStore {
             try db.execute(
                 sql: """
                     UPDATE session SET maximum_connections_per_host = coalesce(?, maximum_connections_per_host),
-                        network_access = coalesce(?, network_access), transfer_options = coalesce(?, transfer_options)
+                        network_access = coalesce(?, network_access), transfer_options = coalesce(?, transfer_options),
+                        sends_launch_events = coalesce(?, sends_launch_events)
                     WHERE identifier = ?
                     """,
-                arguments: [maximumConnectionsPerHost, access, options, identifier])
+                arguments: [maximumConnectionsPerHost, access, options, sendsLaunchEvents, identifier])
             guard let session = try SessionRecord.fetchOne(db, "WHERE identifier = ?", arguments: [identifier])
             else { throw FerryStoreError.unknownSession(identifier, path: path) }
             return session

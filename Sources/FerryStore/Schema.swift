@@ -6,7 +6,7 @@ enum Schema {
     /// Every migration, in the order they run: a new one goes at the end.
     static let migrations = [
         ("v1", v1), ("v2", v2), ("v3", v3), ("v4", v4), ("v5", v5), ("v6", v6), ("v7", v7), ("v8", v8), ("v9", v9),
-        ("v10", v10),
+        ("v10", v10), ("v11", v11),
     ]
 
     static var migrator: DatabaseMigrator {
@@ -152,5 +152,11 @@ enum Schema {
     /// change kept an index nobody read.
     static let v10 = """
         DROP INDEX task_by_state;
+        """
+
+    /// Whether ferryd starts the session's app for its events (`sessionSendsLaunchEvents`).
+    static let v11 = """
+        ALTER TABLE session ADD COLUMN sends_launch_events INTEGER NOT NULL DEFAULT 1
+            CONSTRAINT session_sends_launch_events CHECK (sends_launch_events IN (0, 1));
         """
 }

@@ -25,6 +25,9 @@ public struct SessionRecord: Hashable, Sendable {
     /// False: ferryd acknowledges the session's events itself while no process owns it,
     /// instead of keeping them for the next owner (the `ferry` CLI's sessions).
     public var keepsEvents: Bool
+    /// False: ferryd does not start the app for the session's events (the configuration's
+    /// `sessionSendsLaunchEvents`); they wait for it to attach.
+    public var sendsLaunchEvents: Bool
     /// The last task identifier handed out; identifiers are never reused within a session.
     public internal(set) var lastTaskIdentifier: Int
 
@@ -37,6 +40,7 @@ public struct SessionRecord: Hashable, Sendable {
         self.networkAccess = .unrestricted
         self.transferOptions = .standard
         self.keepsEvents = keepsEvents
+        self.sendsLaunchEvents = true
         self.lastTaskIdentifier = 0
     }
 }
@@ -46,7 +50,7 @@ extension SessionRecord: StoredRecord {
         "session",
         columns: [
             "identifier", "app_bundle_identifier", "shared_container_identifier", "created_at", "last_task_identifier",
-            "maximum_connections_per_host", "network_access", "transfer_options", "keeps_events",
+            "maximum_connections_per_host", "network_access", "transfer_options", "keeps_events", "sends_launch_events",
         ],
         identity: ["identifier"])
 
@@ -60,6 +64,7 @@ extension SessionRecord: StoredRecord {
         networkAccess = try row.json()
         transferOptions = try row.json()
         keepsEvents = try row.value()
+        sendsLaunchEvents = try row.value()
     }
 
     func columnValues() throws -> [DatabaseValue] {
@@ -67,6 +72,7 @@ extension SessionRecord: StoredRecord {
             identifier.databaseValue, appBundleIdentifier.databaseValue, sharedContainerIdentifier.storedValue,
             createdAt.storedValue, lastTaskIdentifier.databaseValue, maximumConnectionsPerHost.databaseValue,
             try JSONColumn.value(networkAccess), try JSONColumn.value(transferOptions), keepsEvents.databaseValue,
+            sendsLaunchEvents.databaseValue,
         ]
     }
 }

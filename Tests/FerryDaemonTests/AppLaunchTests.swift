@@ -47,7 +47,9 @@ struct AppLaunchTests {
         import sys; sys.path.insert(0, sys.argv[1])
         from ferryclient import *
         s = connect(); hello(s, "com.example.app.share")
-        a = request(s, 1, {"type": "attach", "sessionIdentifier": "com.example.app.bg", "sharedContainerIdentifier": "group.example", "owner": True})
+        attach = {"type": "attach", "sessionIdentifier": "com.example.app.bg", "sharedContainerIdentifier": "group.example", "owner": True}
+        if len(sys.argv) > 4: attach["sendsLaunchEvents"] = False
+        a = request(s, 1, attach)
         assert a["type"] == "reply", a
         r = request(s, 2, {"type": "submit", "sessionIdentifier": "com.example.app.bg", "kind": "upload", "priority": 0.5,
                            "request": {"url": sys.argv[3], "method": "POST", "headers": [["Content-Type", "image/jpeg"]]},
@@ -75,6 +77,15 @@ struct AppLaunchTests {
 
     @Test("an extension uploads and exits; ferryd launches the containing app, which receives exactly one completion with the server's response")
     func extensionThenApp() async throws {
+        try await extensionThenApp(sendsLaunchEvents: true)
+    }
+
+    @Test("sendsLaunchEvents false: ferryd does not start the app; the events wait until the app attaches by itself")
+    func noLaunchEvents() async throws {
+        try await extensionThenApp(sendsLaunchEvents: false)
+    }
+
+    private func extensionThenApp(sendsLaunchEvents: Bool) async throws {
         let ferryd = try FerrydProcess()
         defer { ferryd.cleanUp() }
         let server = try await TestHTTPServer.start()
@@ -101,11 +112,30 @@ struct AppLaunchTests {
 
         let share = Process()
         share.executableURL = URL(fileURLWithPath: extensionPath)
-        share.arguments = [folder.path, photo.path, server.baseURL + "/upload"]
+        share.arguments = [folder.path, photo.path, server.baseURL + "/upload"] + (sendsLaunchEvents ? [] : ["nolaunch"])
         share.environment = ferryd.environment
         try share.run()
         share.waitUntilExit()
         #expect(share.terminationStatus == 0)
+        if !sendsLaunchEvents {
+            try await poll(until: "the upload to reach the server", timeout: .seconds(30), every: .milliseconds(50), observed: String(ferryd.log.suffix(2000))) {
+                server.requests.contains { $0.method == "POST" }
+            }
+            // The completion is stored a moment after the server answered; ferryd would launch then.
+            try await poll(until: "ferryd to say the events wait for the app", timeout: .seconds(10), every: .milliseconds(50), observed: String(ferryd.log.suffix(2000))) {
+                ferryd.log.contains("events wait for the app to attach")
+            }
+            try await Task.sleep(for: .seconds(1))
+            #expect(!ferryd.log.contains("launching app for session events"), "\(ferryd.log.suffix(2000))")
+            #expect(!FileManager.default.fileExists(atPath: events), "the app was not started")
+            let app = Process()
+            app.executableURL = URL(fileURLWithPath: appPath)
+            app.arguments = [folder.path, "com.example.app.bg", events]
+            app.environment = ferryd.environment
+            try app.run()
+            app.waitUntilExit()
+            #expect(app.terminationStatus == 0)
+        }
 
         var lines: [String] = []
         try await poll(until: "the launched app to write the completion to \(events)", timeout: .seconds(30), every: .milliseconds(100),
@@ -119,7 +149,7 @@ struct AppLaunchTests {
             let answer = try JSONSerialization.jsonObject(with: body) as? [String: Any]
             #expect(answer?["sha256"] as? String == TestContent.sha256Hex(count: 2_000_000, seed: 11))
         }
-        #expect(ferryd.log.contains("launching app for session events"))
+        #expect(ferryd.log.contains("launching app for session events") == sendsLaunchEvents)
         #expect(server.requests.filter { $0.method == "POST" }.count == 1)
         // Acknowledged: no second launch, no second completion.
         try await Task.sleep(for: .milliseconds(500))

@@ -11,10 +11,11 @@ struct BackgroundConfigurationTests {
     static let carriedWithEachTask: Set = ["httpAdditionalHeaders", "timeoutIntervalForRequest", "timeoutIntervalForResource", "retryPolicy"]
     /// Sent once per session when it attaches, checked by their own suites: BackgroundTrustTests
     /// (trust roots, HTTP/2 off, resumable uploads, proxies), BackgroundNetworkTests and NetworkTests (the
-    /// network five), FerryDaemonTests (the per-host limit).
+    /// network five), FerryDaemonTests (the per-host limit), AppLaunchTests (launch events off).
     static let carriedWithTheSession: Set = [
         "httpMaximumConnectionsPerHost", "allowsHTTP2", "resumableUploads", "additionalTrustedCertificateFiles", "proxies",
         "waitsForConnectivity", "allowsExpensiveNetworkAccess", "allowsConstrainedNetworkAccess", "allowsCellularAccess", "isDiscretionary",
+        "sessionSendsLaunchEvents",
     ]
     /// What the library itself uses to reach ferryd and its session; the cookies, which the
     /// library adds to each submission and stores from each response event

@@ -79,7 +79,8 @@ final class BackgroundLink: Sendable {
             owner: true,
             httpMaximumConnectionsPerHost: min(max(configuration.httpMaximumConnectionsPerHost, 1), 64),
             networkAccess: configuration.networkAccess,
-            transferOptions: configuration.transferOptions)
+            transferOptions: configuration.transferOptions,
+            sendsLaunchEvents: configuration.sessionSendsLaunchEvents)
     }
 
     /// The connection to ferryd was lost (ferryd crashed or was stopped) while the session

@@ -20,7 +20,6 @@ open class URLSessionConfiguration: @unchecked Sendable {  // every property goe
     /// What only URLSession's spelling has.
     private struct Extras {
         var requestCachePolicy = URLRequest.CachePolicy.useProtocolCachePolicy
-        var sessionSendsLaunchEvents = true
         var httpShouldUsePipelining = false
         var connectionProxyDictionary: [AnyHashable: Any]?
     }
@@ -118,11 +117,9 @@ open class URLSessionConfiguration: @unchecked Sendable {  // every property goe
         get { extra(\.requestCachePolicy) }
         set { setExtra(\.requestCachePolicy, newValue) }
     }
-    /// Background sessions: ferryd starts the app when its events wait (the app needs a
-    /// manifest, docs/apps.md). Setting it false is kept but not carried to ferryd yet.
     open var sessionSendsLaunchEvents: Bool {
-        get { extra(\.sessionSendsLaunchEvents) }
-        set { setExtra(\.sessionSendsLaunchEvents, newValue) }
+        get { value(\.sessionSendsLaunchEvents) }
+        set { update(\.sessionSendsLaunchEvents, newValue) }
     }
     open var httpShouldSetCookies: Bool {
         get { value(\.httpShouldSetCookies) }
