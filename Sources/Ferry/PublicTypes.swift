@@ -28,3 +28,5 @@ public typealias AuthenticationChallenge = FerryEngine.AuthenticationChallenge
 public typealias ProtectionSpace = FerryEngine.ProtectionSpace
 public typealias Credential = FerryEngine.Credential
 public typealias ChallengeAnswer = FerryEngine.ChallengeAnswer
+/// One request of a task, timed (``TaskMetrics``).
+public typealias TransactionMetrics = FerryEngine.TransactionMetrics

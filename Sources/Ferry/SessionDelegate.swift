@@ -40,6 +40,8 @@ public protocol SessionDelegate: AnyObject, Sendable {
     /// A `401` asks for credentials (HTTP Basic or Digest); `.performDefaultHandling` by default.
     func session(_ session: Session, task: SessionTask, didReceive challenge: AuthenticationChallenge) async -> ChallengeAnswer
     /// The task ended: `error` is nil on success (whatever the HTTP status).
+    /// The task's requests, timed: called once, just before `didCompleteWithError`.
+    func session(_ session: Session, task: SessionTask, didFinishCollecting metrics: TaskMetrics) async
     func session(_ session: Session, task: SessionTask, didCompleteWithError error: FerryError?) async
     /// Background sessions with ``Configuration/waitsForConnectivity``: the task waits for the
     /// network (no route to its host, or only links the configuration does not allow). Called
@@ -61,6 +63,7 @@ extension SessionDelegate {
     public func session(_ session: Session, downloadTask: DownloadTask, didFinishDownloadingTo location: URL) async {}
     public func session(_ session: Session, task: SessionTask, willPerformHTTPRedirection response: Response, newRequest request: Request) async -> Request? { request }
     public func session(_ session: Session, task: SessionTask, didReceive challenge: AuthenticationChallenge) async -> ChallengeAnswer { .performDefaultHandling }
+    public func session(_ session: Session, task: SessionTask, didFinishCollecting metrics: TaskMetrics) async {}
     public func session(_ session: Session, task: SessionTask, didCompleteWithError error: FerryError?) async {}
     public func session(_ session: Session, taskIsWaitingForConnectivity task: SessionTask) async {}
     public func session(_ session: Session, didBecomeInvalidWithError error: FerryError?) async {}

@@ -50,6 +50,9 @@ public class SessionTask: @unchecked Sendable {  // all mutable state is behind 
         var uploadPoint: ResumableUploadPoint?
         /// Background tasks: why ferryd holds the task, as it last said.
         var waitingReason: WaitingReason?
+        /// For the task's metrics: when it was first resumed, and each request it made.
+        var firstResumed: Date?
+        var transactions: [TransactionMetrics] = []
     }
     let lock = NIOLockedValueBox(Mutable())
 
@@ -171,7 +174,10 @@ public class SessionTask: @unchecked Sendable {  // all mutable state is behind 
 
     /// Starts the task, or continues it after ``suspend()``.
     public func resume() {
-        switch lock.withLockedValue({ $0.lifecycle.resume() }) {
+        switch lock.withLockedValue({ m in
+            if m.firstResumed == nil { m.firstResumed = Date() }
+            return m.lifecycle.resume()
+        }) {
         case .start(let generation, let isFirst): session.runner.start(self, generation: generation, isFirst: isFirst)
         case .fail(let generation, let error): finish(error: error, generation: generation)
         default: break
@@ -272,7 +278,9 @@ public class SessionTask: @unchecked Sendable {  // all mutable state is behind 
                 progress.completedUnitCount = progress.totalUnitCount
             }
         }
+        let metrics = lock.withLockedValue { TaskMetrics(transactions: $0.transactions, start: $0.firstResumed, end: Date()) }
         session.delegateQueue.enqueue { [self] in
+            await session.delegate?.session(session, task: self, didFinishCollecting: metrics)
             await session.delegate?.session(session, task: self, didCompleteWithError: error)
             await self.completionCallback(error)
             let (continuations, waiters) = lock.withLockedValue { m in

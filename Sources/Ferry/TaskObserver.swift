@@ -48,6 +48,10 @@ struct TaskObserver: TransferObserver {
         return await session.delegateQueue.ask { await delegate.session(session, task: task, didReceive: challenge) }
     }
 
+    func transferDidFinish(transaction: TransactionMetrics) {
+        task.lock.withLockedValue { $0.transactions.append(transaction) }
+    }
+
     func transferDidReceive(data: Data) async {
         task.lock.withLockedValue { $0.countOfBytesReceived += Int64(data.count) }
         await task.dataArrived(data)

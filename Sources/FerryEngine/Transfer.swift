@@ -117,6 +117,8 @@ public protocol TransferObserver: Sendable {
     func transferWillRedirect(response: Response, to request: Request) async -> Request?
     /// A `401` asks for credentials: what to do (``ChallengeAnswer``).
     func transferDidReceive(challenge: AuthenticationChallenge) async -> ChallengeAnswer
+    /// A request ended (redirected, answered, retried or failed), with its times and counts.
+    func transferDidFinish(transaction: TransactionMetrics)
     /// A chunk of the response body (for `.memory` and `.stream` destinations).
     func transferDidReceive(data: Data) async
     /// Upload progress.
@@ -136,6 +138,7 @@ extension TransferObserver {
     public func transferDidReceive(response: Response) async -> Bool { true }
     public func transferWillRedirect(response: Response, to request: Request) async -> Request? { request }
     public func transferDidReceive(challenge: AuthenticationChallenge) async -> ChallengeAnswer { .performDefaultHandling }
+    public func transferDidFinish(transaction: TransactionMetrics) {}
     public func transferDidReceive(data: Data) async {}
     public func transferDidSend(bytes: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64) {}
     public func transferDidWrite(bytes: Int64, totalBytesWritten: Int64, totalBytesExpectedToWrite: Int64) {}

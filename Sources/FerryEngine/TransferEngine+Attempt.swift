@@ -48,6 +48,12 @@ extension TransferEngine {
         progress: TransferProgress
     ) async throws -> Step {
         progress.touch()
+        var transaction = TransactionMetrics(request: request, isProxyConnection: state.transfer.proxies?.server(for: request.url) != nil)
+        defer {
+            // Every way out of this request: the response's end, a redirect, a retry, an error.
+            if transaction.responseEndDate == nil { transaction.responseEndDate = Date() }
+            observer.transferDidFinish(transaction: transaction)
+        }
         var outgoing = try makeClientRequest(request, upload: state.transfer.upload, for: state.transfer, progress: progress)
         var resumeOffset: Int64 = 0
         var output: OutputFile?
@@ -65,6 +71,7 @@ extension TransferEngine {
         state.requestCount += 1
         logger.debug("request", metadata: ["method": "\(request.method)", "url": "\(request.url.redactedForLogs)"])
         state.responseHeadArrived = false
+        transaction.requestStartDate = Date()
         let clientResponse = try await client(for: state.transfer, url: request.url).execute(outgoing, deadline: .distantFuture, logger: logger)
         state.responseHeadArrived = true
         progress.touch()
@@ -72,8 +79,12 @@ extension TransferEngine {
             // The body has left: report the final upload totals once.
             let length = (try? upload.length()) ?? -1
             if length >= 0 { progress.didSend(0, final: true) }
+            transaction.countOfRequestBodyBytesSent = max(length, 0)
+        } else {
+            transaction.countOfRequestBodyBytesSent = Int64(request.body?.count ?? 0)
         }
         let response = Response(clientResponse, url: request.url)
+        transaction.responseStarted(response)
         if request.handlesCookies { state.transfer.cookies?.storeCookies(from: response.headers, for: request.url) }
 
         // Asked to continue a download but the range no longer fits: fetch it whole.
@@ -124,7 +135,10 @@ extension TransferEngine {
         guard await observer.transferDidReceive(response: response) else {
             throw FerryError(.cancelledByDelegate, "the delegate cancelled the task on its response", url: request.url)
         }
-        return .done(try await receiveBody(clientResponse, response: response, output: output, resumeOffset: resumeOffset, state: &state, observer: observer, progress: progress))
+        let result = try await receiveBody(clientResponse, response: response, output: output, resumeOffset: resumeOffset, state: &state, observer: observer, progress: progress)
+        // A download that continued (206) holds the earlier bytes too.
+        transaction.countOfResponseBodyBytesReceived = response.statusCode == 206 ? max(result.bytesReceived - resumeOffset, 0) : result.bytesReceived
+        return .done(result)
     }
 
     /// An AsyncHTTPClient request to `url` for `transfer`: with a TLS configuration of its own

@@ -100,6 +100,10 @@ final class DelegateBridge: SessionDelegate {
         return answer
     }
 
+    func session(_ session: Session, task: SessionTask, didFinishCollecting metrics: TaskMetrics) async {
+        await call(task, (any URLSessionTaskDelegate).self) { s, view, d in d.urlSession(s, task: view, didFinishCollecting: URLSessionTaskMetrics(metrics)) }
+    }
+
     func session(_ session: Session, task: SessionTask, didCompleteWithError error: FerryError?) async {
         await call(task, (any URLSessionTaskDelegate).self) { s, view, d in d.urlSession(s, task: view, didCompleteWithError: error.map(URLError.init)) }
         await owner.current()?.forget(task)

@@ -1,0 +1,50 @@
+public import Foundation
+
+/// One request of a transfer and its response, timed: what URLSession's
+/// `URLSessionTaskTransactionMetrics` reports. The engine hands one to its observer
+/// (``TransferObserver/transferDidFinish(transaction:)``) when each request ends: a redirect,
+/// a challenge answered, a retry, the final response, or a failure.
+///
+/// ```swift
+/// func transferDidFinish(transaction: TransactionMetrics) {
+///     let wait = transaction.responseStartDate?.timeIntervalSince(transaction.requestStartDate ?? transaction.fetchStartDate)
+///     print(transaction.request.url, transaction.response?.statusCode ?? 0, wait ?? -1)
+/// }
+/// ```
+///
+/// The connection's own steps (name lookup, connect, TLS handshake) happen inside
+/// AsyncHTTPClient's pool and are not timed.
+public struct TransactionMetrics: Sendable {
+    public var request: Request
+    /// nil when the request failed before a response head.
+    public var response: Response?
+    /// When the engine began this request (before waiting for a connection slot).
+    public var fetchStartDate: Date
+    /// When the request was handed to the connection.
+    public var requestStartDate: Date?
+    /// When the response head arrived.
+    public var responseStartDate: Date?
+    /// When the last byte of the response body was taken (or the request failed).
+    public var responseEndDate: Date?
+    /// The protocol as ALPN names it: `http/1.1`, `h2`.
+    public var networkProtocolName: String?
+    /// Whether the request went through a proxy.
+    public var isProxyConnection: Bool
+    public var countOfRequestBodyBytesSent: Int64
+    public var countOfResponseBodyBytesReceived: Int64
+
+    init(request: Request, isProxyConnection: Bool) {
+        self.request = request
+        self.fetchStartDate = Date()
+        self.isProxyConnection = isProxyConnection
+        self.countOfRequestBodyBytesSent = 0
+        self.countOfResponseBodyBytesReceived = 0
+    }
+
+    /// The head arrived: the response, its time and protocol.
+    mutating func responseStarted(_ response: Response) {
+        self.response = response
+        responseStartDate = Date()
+        networkProtocolName = response.httpVersion.hasPrefix("HTTP/2") ? "h2" : response.httpVersion.lowercased()
+    }
+}
