@@ -81,6 +81,13 @@ public struct Configuration: Sendable {
         proxies ?? .environment(ferryEnvironment ?? ProcessInfo.processInfo.environment)
     }
 
+    /// Where `GET` data tasks' responses are kept and answered from (HTTP's caching rules):
+    /// ``URLCache/shared`` (memory and disk) for `.default`, a cache of its own in memory for
+    /// `.ephemeral`, none for background sessions (setting one refuses the session).
+    public var urlCache: URLCache?
+    /// How requests use ``urlCache`` unless they say (URLRequest's `cachePolicy`).
+    public var requestCachePolicy: CacheUse = .useProtocolCachePolicy
+
     /// The cookies the session's transfers send and store, or nil.
     var cookieJar: (any CookieJar)? {
         httpShouldSetCookies ? httpCookieStorage?.jar(acceptPolicy: httpCookieAcceptPolicy) : nil
@@ -126,6 +133,7 @@ public struct Configuration: Sendable {
         var configuration = Configuration(kind: .default)
         configuration.httpCookieStorage = .shared
         configuration.urlCredentialStorage = .shared
+        configuration.urlCache = .shared
         return configuration
     }
     /// Nothing kept on disk: the session's cookies live in a storage of its own, in memory,
@@ -134,6 +142,7 @@ public struct Configuration: Sendable {
         var configuration = Configuration(kind: .ephemeral)
         configuration.httpCookieStorage = HTTPCookieStorage()
         configuration.urlCredentialStorage = URLCredentialStorage()
+        configuration.urlCache = URLCache(memoryCapacity: 4 << 20, diskCapacity: 0)
         return configuration
     }
 
@@ -175,6 +184,10 @@ public struct Configuration: Sendable {
         if downloadDirectory.standardizedFileURL != defaults.downloadDirectory.standardizedFileURL {
             return FerryError(.unsupportedBackgroundConfiguration,
                               "downloadDirectory is for in-process sessions: ferryd keeps a background session's downloads in its container (sharedContainerIdentifier) or its own folder; leave it unset")
+        }
+        if urlCache != nil || requestCachePolicy != .useProtocolCachePolicy {
+            return FerryError(.unsupportedBackgroundConfiguration,
+                              "urlCache and requestCachePolicy are for in-process sessions: ferryd keeps no cache; leave them unset")
         }
         if maximumDataTaskBodySize != defaults.maximumDataTaskBodySize {
             return FerryError(.unsupportedBackgroundConfiguration,

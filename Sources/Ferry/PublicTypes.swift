@@ -30,3 +30,5 @@ public typealias Credential = FerryEngine.Credential
 public typealias ChallengeAnswer = FerryEngine.ChallengeAnswer
 /// One request of a task, timed (``TaskMetrics``).
 public typealias TransactionMetrics = FerryEngine.TransactionMetrics
+/// How a request may use the session's cache (``Configuration/requestCachePolicy``).
+public typealias CacheUse = FerryEngine.CacheUse

@@ -278,6 +278,8 @@ public final class Session: Sendable {
         transfer.cookies = configuration.cookieJar
         transfer.credentials = configuration.urlCredentialStorage
         transfer.proxies = proxies
+        transfer.cache = configuration.urlCache
+        transfer.cacheUse = request.cacheUse ?? configuration.requestCachePolicy
         return transfer
     }
 }

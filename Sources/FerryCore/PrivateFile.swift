@@ -18,10 +18,10 @@ public enum PrivateFile {
     }
 
     /// Replaces `url` with `data`: created `0600` under a temporary name beside it (open(2)
-    /// with `O_EXCL`: `FileManager.createFile` writes first and sets the mode after), synced,
-    /// then renamed over the old file, so readers see the old or the new. The folder is
-    /// created `0700` when missing.
-    public static func replace(_ url: URL, with data: Data) throws {
+    /// with `O_EXCL`: `FileManager.createFile` writes first and sets the mode after), synced
+    /// unless `sync` is false (a cache's files, which may be lost), then renamed over the old
+    /// file, so readers see the old or the new. The folder is created `0700` when missing.
+    public static func replace(_ url: URL, with data: Data, sync: Bool = true) throws {
         let directory = url.deletingLastPathComponent()
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let temporary = directory.appendingPathComponent(".\(url.lastPathComponent).\(getpid()).tmp")
@@ -29,7 +29,7 @@ public enum PrivateFile {
         let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw WriteError(description: "cannot write \(temporary.path): \(String(cString: strerror(errno)))") }
         let written = data.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-        let synced = fsync(descriptor) == 0
+        let synced = !sync || fsync(descriptor) == 0
         close(descriptor)
         guard written == data.count, synced else {
             unlink(temporary.path)

@@ -115,9 +115,10 @@ public struct RetryPolicy: Sendable, Hashable, Codable {
     }
 }
 
-/// IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the form HTTP dates take.
-enum HTTPDate {
-    static func parse(_ text: String) -> Date? {
+/// IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the form HTTP dates take (and the two
+/// obsolete forms a recipient must read).
+public enum HTTPDate {
+    public static func parse(_ text: String) -> Date? {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "GMT")

@@ -70,6 +70,8 @@ public struct FerryError: Error, Sendable, CustomStringConvertible {
         public static let userCancelledAuthentication = Code("userCancelledAuthentication")
         /// Credentials are needed and none were given (a proxy's `407`).
         public static let userAuthenticationRequired = Code("userAuthenticationRequired")
+        /// The request may only be answered from the cache, and the cache has no answer.
+        public static let resourceUnavailable = Code("resourceUnavailable")
         /// Anything else; see ``FerryError/underlyingError``.
         public static let unknown = Code("unknown")
     }

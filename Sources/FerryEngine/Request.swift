@@ -25,6 +25,8 @@ public struct Request: Sendable, Hashable {
     /// false: the transfer's cookie jar is neither asked for a `Cookie` header nor given the
     /// response's `Set-Cookie` fields (URLRequest's `httpShouldHandleCookies`).
     public var handlesCookies = true
+    /// How the request may use the transfer's cache; nil: the session's (URLRequest's `cachePolicy`).
+    public var cacheUse: CacheUse?
 
     public init(url: URL, method: String = "GET", headers: HeaderFields = [:], body: Data? = nil) {
         self.url = url

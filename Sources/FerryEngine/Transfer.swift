@@ -32,6 +32,10 @@ public struct Transfer: Sendable {
     public var credentials: (any CredentialSource)?
     /// The proxies the transfer's requests go through (each request's URL picks one, or none).
     public var proxies: ProxySettings?
+    /// Where a `GET` into memory may be answered from and its response kept (``HTTPCache``'s
+    /// rules), and how the request may use it.
+    public var cache: (any ResponseCache)?
+    public var cacheUse: CacheUse = .useProtocolCachePolicy
 
     public init(
         request: Request,

@@ -128,7 +128,7 @@ public final class TransferEngine: Sendable {
         do {
             return try await withThrowingTaskGroup(of: TransferResult?.self) { group in
                 group.addTask {
-                    try await self.runWithRetries(transfer, observer: observer, progress: progress)
+                    try await self.runThroughCache(transfer, observer: observer, progress: progress)
                 }
                 group.addTask {
                     try await Self.watch(progress: progress, idle: idle, deadline: deadline, url: url)
@@ -171,7 +171,7 @@ public final class TransferEngine: Sendable {
 
     /// Attempts until one succeeds or the rulebook (``RetryPolicy/decide(_:for:failures:timeLeft:random:)``)
     /// says the response or the failure is the answer.
-    private func runWithRetries(_ transfer: Transfer, observer: any TransferObserver, progress: TransferProgress) async throws -> TransferResult {
+    func runWithRetries(_ transfer: Transfer, observer: any TransferObserver, progress: TransferProgress) async throws -> TransferResult {
         var state = AttemptState(transfer: transfer, resendsWhenClosedBeforeResponse: configuration.resendsWhenClosedBeforeResponse)
         while true {
             let delay: Duration

@@ -21,6 +21,7 @@
 // the first request naming `dropOnce=KEY`. `Expect: 100-continue` is answered with 100.
 // | `GET /headers` | JSON object of the request headers, names lower-cased |
 // | `GET /basic-auth/…`, `GET /digest-auth/…` | HTTP authentication (TestHTTPServer+Auth.swift) |
+// | `GET /cache/<name>?maxAge=S&etag=E&noStore=1&vary=H` | `<name> <n>` (n: full answers so far) with those caching headers; `If-None-Match: E` gets 304 |
 // | `GET /set-cookie?c=V&c2=V&c3=V&to=/headers` | a `Set-Cookie: V` field for each `c…` (percent-encoded); 302 to `to` when given, else 200 |
 // | `GET /close-immediately` | closes with no response |
 // | `GET /garbage` | writes non-HTTP bytes, then closes |
@@ -106,6 +107,28 @@ extension TestHTTPServer {
             return try await basicAuth(ex, out, user: parts[1], password: parts[2])
         case "digest-auth" where parts.count == 4:
             return try await digestAuth(ex, out, qop: parts[1], user: parts[2], password: parts[3])
+        case "cache" where parts.count == 2:
+            let name = parts[1]
+            var fields: [(String, String)] = []
+            var control: [String] = []
+            if let age = ex.target.query["maxAge"] { control.append("max-age=\(age)") }
+            if ex.target.query["noStore"] != nil { control.append("no-store") }
+            if !control.isEmpty { fields.append(("cache-control", control.joined(separator: ", "))) }
+            if let vary = ex.target.query["vary"] { fields.append(("vary", vary)) }
+            if let etag = ex.target.query["etag"] {
+                fields.append(("etag", "\"\(etag)\""))
+                if ex.head.headers.first(name: "if-none-match") == "\"\(etag)\"" {
+                    state.withLock { $0.cacheNotModified[name, default: 0] += 1 }
+                    try await out.simple(.notModified, "", fields)
+                    return .keepAlive
+                }
+            }
+            let count = state.withLock { state -> Int in
+                state.cacheAnswers[name, default: 0] += 1
+                return state.cacheAnswers[name]!
+            }
+            try await out.simple(.ok, "\(name) \(count)", fields)
+            return .keepAlive
         case "set-cookie":
             let fields = ex.target.query.filter { $0.key.hasPrefix("c") }.sorted { $0.key < $1.key }.map { ("set-cookie", $0.value) }
             if let to = ex.target.query["to"] {

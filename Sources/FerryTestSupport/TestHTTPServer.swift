@@ -23,6 +23,9 @@ public final class TestHTTPServer: Sendable {
     struct State {
         var requests: [RecordedRequest] = []
         var flaky: [String: Int] = [:]
+        /// `/cache/<name>`: full answers sent, and `304`s, per name.
+        var cacheAnswers: [String: Int] = [:]
+        var cacheNotModified: [String: Int] = [:]
         /// Digest nonces this server issued (`/digest-auth`).
         var digestNonces: Set<String> = []
         var versions: [String: UInt64] = [:]
@@ -129,6 +132,13 @@ public final class TestHTTPServer: Sendable {
 }
 
 /// A failure of a test server's own setup, with a message naming the remedy.
+extension TestHTTPServer {
+    /// How many full answers and `304`s `/cache/<name>` sent.
+    public func cacheCounts(_ name: String) -> (full: Int, notModified: Int) {
+        state.withLock { ($0.cacheAnswers[name] ?? 0, $0.cacheNotModified[name] ?? 0) }
+    }
+}
+
 public struct TestServerError: Error, CustomStringConvertible {
     /// What went wrong and what to do.
     public var description: String

@@ -25,7 +25,7 @@ struct BackgroundConfigurationTests {
         "httpCookieStorage", "httpShouldSetCookies", "httpCookieAcceptPolicy",
     ]
     /// In-process only: a background session that sets them is refused.
-    static let refused: Set = ["downloadDirectory", "maximumDataTaskBodySize"]
+    static let refused: Set = ["downloadDirectory", "maximumDataTaskBodySize", "urlCache", "requestCachePolicy"]
     /// Not honoured in the background yet, and not refused (the default is the shared storage):
     /// ferryd answers a `401` with the URL's own user and password only (docs/background.md).
     static let notYetCarried: Set = ["urlCredentialStorage"]

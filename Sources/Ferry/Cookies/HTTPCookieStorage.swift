@@ -52,11 +52,7 @@ public final class HTTPCookieStorage: Sendable {
     /// This app's cookies, kept on disk. Its file is found the first time it is used.
     public static let shared = HTTPCookieStorage(file: {
         guard let paths = try? FerryPaths(environment: ProcessInfo.processInfo.environment) else { return nil }
-        let identity = try? AppRegistry(paths: paths).identify(pid: getpid())
-        let name = identity?.bundleIdentifier
-            ?? "unregistered.\(URL(fileURLWithPath: CommandLine.arguments.first ?? "program").lastPathComponent)"
-        return paths.dataDirectory.appendingPathComponent("cookies", isDirectory: true)
-            .appendingPathComponent(FerryPaths.fileName(name) + ".json")
+        return paths.dataDirectory.appendingPathComponent("cookies", isDirectory: true).appendingPathComponent(ThisApp.fileName() + ".json")
     })
 
     private static let groups = Mutex<[String: HTTPCookieStorage]>([:])

@@ -44,7 +44,7 @@ extension URLError {
             .serverCertificateUntrusted: .serverCertificateUntrusted, .fileDoesNotExist: .fileDoesNotExist,
             .cannotReadFile: .noPermissionsToReadFile, .cannotWriteToFile: .cannotWriteToFile,
             .dataLengthExceedsMaximum: .dataLengthExceedsMaximum, .integrityCheckFailed: .cannotDecodeContentData,
-            .cannotDecodeResumeData: .cannotDecodeRawData, .cancelledByDelegate: .cancelled, .userCancelledAuthentication: .userCancelledAuthentication, .userAuthenticationRequired: .userAuthenticationRequired,
+            .cannotDecodeResumeData: .cannotDecodeRawData, .cancelledByDelegate: .cancelled, .userCancelledAuthentication: .userCancelledAuthentication, .userAuthenticationRequired: .userAuthenticationRequired, .resourceUnavailable: .resourceUnavailable,
             .backgroundSessionInUseByAnotherProcess: .backgroundSessionInUseByAnotherProcess,
             .backgroundSessionWasDisconnected: .backgroundSessionWasDisconnected,
         ]

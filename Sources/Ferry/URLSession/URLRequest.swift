@@ -15,8 +15,7 @@ public import Foundation
 /// It is Ferry's ``Request`` underneath (``request``), with URLSession's optional URL,
 /// optional method and dictionary of headers. Header names are case-insensitive, as there.
 public struct URLRequest: Hashable, Sendable, CustomStringConvertible {
-    /// How the request may use a cache. Ferry keeps no URL cache yet: every policy loads from
-    /// the network (docs/porting.md).
+    /// How the request may use the session's `URLCache`.
     public enum CachePolicy: UInt, Sendable {
         case useProtocolCachePolicy = 0
         case reloadIgnoringLocalCacheData = 1
@@ -109,8 +108,35 @@ public struct URLRequest: Hashable, Sendable, CustomStringConvertible {
         request.timeoutInterval = explicitTimeout
         request.expectedSHA256 = expectedSHA256
         request.handlesCookies = httpShouldHandleCookies
+        // The default leaves the choice to the session's requestCachePolicy.
+        request.cacheUse = cachePolicy == .useProtocolCachePolicy ? nil : cachePolicy.cacheUse
         return request
     }
 
     public var description: String { "\(method) \(url?.absoluteString ?? "(no URL)")" }
+}
+
+extension URLRequest.CachePolicy {
+    /// Ferry's name for the policy.
+    var cacheUse: CacheUse {
+        switch self {
+        case .useProtocolCachePolicy: .useProtocolCachePolicy
+        case .reloadIgnoringLocalCacheData: .reloadIgnoringLocalCacheData
+        case .reloadIgnoringLocalAndRemoteCacheData: .reloadIgnoringLocalAndRemoteCacheData
+        case .returnCacheDataElseLoad: .returnCacheDataElseLoad
+        case .returnCacheDataDontLoad: .returnCacheDataDontLoad
+        case .reloadRevalidatingCacheData: .reloadRevalidatingCacheData
+        }
+    }
+
+    init(_ use: CacheUse) {
+        switch use {
+        case .useProtocolCachePolicy: self = .useProtocolCachePolicy
+        case .reloadIgnoringLocalCacheData: self = .reloadIgnoringLocalCacheData
+        case .reloadIgnoringLocalAndRemoteCacheData: self = .reloadIgnoringLocalAndRemoteCacheData
+        case .returnCacheDataElseLoad: self = .returnCacheDataElseLoad
+        case .returnCacheDataDontLoad: self = .returnCacheDataDontLoad
+        case .reloadRevalidatingCacheData: self = .reloadRevalidatingCacheData
+        }
+    }
 }

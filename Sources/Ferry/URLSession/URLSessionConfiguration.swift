@@ -19,7 +19,6 @@ open class URLSessionConfiguration: @unchecked Sendable {  // every property goe
 
     /// What only URLSession's spelling has.
     private struct Extras {
-        var requestCachePolicy = URLRequest.CachePolicy.useProtocolCachePolicy
         var httpShouldUsePipelining = false
         var connectionProxyDictionary: [AnyHashable: Any]?
     }
@@ -112,10 +111,13 @@ open class URLSessionConfiguration: @unchecked Sendable {  // every property goe
     private func extra<T>(_ path: KeyPath<Extras, T>) -> T { extras.withLockedValue { $0[keyPath: path] } }
     private func setExtra<T>(_ path: WritableKeyPath<Extras, T>, _ value: T) { extras.withLockedValue { $0[keyPath: path] = value } }
 
-    /// Kept; Ferry has no URL cache yet (docs/porting.md).
     open var requestCachePolicy: URLRequest.CachePolicy {
-        get { extra(\.requestCachePolicy) }
-        set { setExtra(\.requestCachePolicy, newValue) }
+        get { URLRequest.CachePolicy(value(\.requestCachePolicy)) }
+        set { update(\.requestCachePolicy, newValue.cacheUse) }
+    }
+    open var urlCache: URLCache? {
+        get { value(\.urlCache) }
+        set { update(\.urlCache, newValue) }
     }
     open var sessionSendsLaunchEvents: Bool {
         get { value(\.sessionSendsLaunchEvents) }
