@@ -109,6 +109,9 @@ extension Daemon {
             logger.info("events wait for the app to attach: its session does not send launch events", metadata: ["session": "\(session)", "app": "\(app)"])
             return
         }
+        // A copy of the app that runs and asked to be told is told instead of starting another
+        // (with the same backoff and timer as a launch: it has that long to attach).
+        let running = runningCopy(of: app)
         var next = sessions[session]?.launch ?? LaunchState()
         next.backoff.recordLaunch(at: clock.now)
         next.timer?.stop()
@@ -119,6 +122,13 @@ extension Daemon {
         next.timer = timer
         schedule(.launchTimer(session: session, deadline: deadline, timer))
         update(session) { $0.launch = next }
+        if let running {
+            logger.notice("telling the running app of its session's events", metadata: [
+                "session": "\(session)", "app": "\(app)", "pid": "\(running.peer.pid)", "attempt": "\(attempt)",
+            ])
+            running.send(.eventsWaiting(sessionIdentifier: session))
+            return
+        }
         logger.notice("launching app for session events", metadata: ["session": "\(session)", "app": "\(app)", "attempt": "\(attempt)"])
         do {
             try await launcher.launch(appBundleIdentifier: app, sessionIdentifier: session)
@@ -128,5 +138,17 @@ extension Daemon {
                 "retryIn": "\(Int(wait)) s",
             ])
         }
+    }
+
+    /// A connection of the app itself (not one of its extensions) whose hello asked to be told
+    /// of other sessions' events.
+    private func runningCopy(of app: String) -> ClientConnection? {
+        connections.values.first { connection in
+            connection.hello?.handlesEventsForOtherSessions == true && Self.isTheApp(apps.identify(pid: connection.peer.pid), app)
+        }
+    }
+
+    static func isTheApp(_ peer: PeerApp, _ app: String) -> Bool {
+        !peer.isExtension && peer.bundleIdentifier == app
     }
 }

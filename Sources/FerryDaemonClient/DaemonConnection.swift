@@ -144,7 +144,8 @@ public final class DaemonConnection: Sendable {
                     state.closed(reason: "ferryd accepted the connection but did not answer the hello within 5 s")
                     channel.close(promise: nil)
                 }
-                let hello = ClientMessage.hello(Hello(clientName: clientName, pid: getpid()))
+                let hello = ClientMessage.hello(Hello(
+                    clientName: clientName, pid: getpid(), handlesEventsForOtherSessions: endpoint.handlesEventsForOtherSessions ? true : nil))
                 return channel.eventLoop.makeCompletedFuture { try MessageCoder().encode(hello) }
                     .flatMap { channel.writeAndFlush($0) }
                     .flatMap { answer }

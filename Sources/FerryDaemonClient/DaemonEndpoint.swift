@@ -23,6 +23,9 @@ public struct DaemonEndpoint: Sendable {
     public var startTimeout: Duration = .seconds(10)
     /// How long to keep trying while ferryd is busy (its backlog or connection limit full).
     public var busyTimeout: Duration = .seconds(10)
+    /// What the connection's hello offers: to be told when events wait for another session of
+    /// this app (``Hello/handlesEventsForOtherSessions``).
+    public var handlesEventsForOtherSessions = false
 
     public init(socketPath: String, daemonLogPath: String, startsDaemon: Bool = true, daemonExecutable: String? = nil) {
         self.socketPath = socketPath

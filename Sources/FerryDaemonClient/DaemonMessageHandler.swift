@@ -61,7 +61,7 @@ final class ConnectionState: Sendable {
             complete(id: id, with: .success(reply))
         case .failure(let id, let error):
             complete(id: id, with: .failure(DaemonConnectionError.failure(error)))
-        case .event, .progress, .waitingForConnectivity, .eventsFinished, .goodbye:
+        case .event, .progress, .waitingForConnectivity, .eventsFinished, .eventsWaiting, .goodbye:
             pushedContinuation.yield(message)
         }
     }

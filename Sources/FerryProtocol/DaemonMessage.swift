@@ -28,6 +28,11 @@ public enum DaemonMessage: Hashable, Sendable {
     case waitingForConnectivity(TaskWaiting)
     /// Every stored event of the session has been delivered: the app's `didFinishEvents`.
     case eventsFinished(sessionIdentifier: String)
+    /// Events wait for another background session of this connection's app, which no process
+    /// owns: attach to it (`handleEventsForBackgroundURLSession` for an app that is running).
+    /// Sent instead of starting a second copy of the app, only to a client whose hello said
+    /// ``Hello/handlesEventsForOtherSessions``.
+    case eventsWaiting(sessionIdentifier: String)
     /// ferryd is closing the connection, and why (a bad frame, shutdown).
     case goodbye(FerryProtocolError)
 
@@ -35,7 +40,7 @@ public enum DaemonMessage: Hashable, Sendable {
     public var typeName: String { tag.rawValue }
 
     enum Tag: String, TypeTag {
-        case welcome, refused, reply, failure, event, progress, waitingForConnectivity, eventsFinished, goodbye
+        case welcome, refused, reply, failure, event, progress, waitingForConnectivity, eventsFinished, eventsWaiting, goodbye
         static var family: String { "message" }
     }
 
@@ -49,6 +54,7 @@ public enum DaemonMessage: Hashable, Sendable {
         case .progress: .progress
         case .waitingForConnectivity: .waitingForConnectivity
         case .eventsFinished: .eventsFinished
+        case .eventsWaiting: .eventsWaiting
         case .goodbye: .goodbye
         }
     }
@@ -65,6 +71,7 @@ extension DaemonMessage: Codable {
         case .progress: self = .progress(try TaskProgress(from: decoder))
         case .waitingForConnectivity: self = .waitingForConnectivity(try TaskWaiting(from: decoder))
         case .eventsFinished: self = .eventsFinished(sessionIdentifier: try decoder.field("sessionIdentifier"))
+        case .eventsWaiting: self = .eventsWaiting(sessionIdentifier: try decoder.field("sessionIdentifier"))
         case .goodbye: self = .goodbye(try decoder.field("error"))
         }
     }
@@ -78,7 +85,7 @@ extension DaemonMessage: Codable {
         case .event(let event): try encoder.encode(tag: tag, payload: event)
         case .progress(let progress): try encoder.encode(tag: tag, payload: progress)
         case .waitingForConnectivity(let waiting): try encoder.encode(tag: tag, payload: waiting)
-        case .eventsFinished(let session): try encoder.encode(tag: tag, fields: ["sessionIdentifier": session])
+        case .eventsFinished(let session), .eventsWaiting(let session): try encoder.encode(tag: tag, fields: ["sessionIdentifier": session])
         }
     }
 }

@@ -12,17 +12,23 @@ public struct Hello: Hashable, Sendable, Codable {
     public var clientName: String
     /// The client's process id, for logs. ferryd trusts `SO_PEERCRED`, not this field.
     public var pid: Int32
+    /// true: when events wait for another session of this client's app and nobody owns it,
+    /// tell this connection (``DaemonMessage/eventsWaiting(sessionIdentifier:)``) instead of
+    /// starting the app again. nil or false: never sent.
+    public var handlesEventsForOtherSessions: Bool?
 
     public init(
         protocolVersion: Int = ProtocolVersion.current,
         minimumProtocolVersion: Int? = nil,
         clientName: String,
-        pid: Int32
+        pid: Int32,
+        handlesEventsForOtherSessions: Bool? = nil
     ) {
         self.protocolVersion = protocolVersion
         self.minimumProtocolVersion = minimumProtocolVersion
         self.clientName = clientName
         self.pid = pid
+        self.handlesEventsForOtherSessions = handlesEventsForOtherSessions
     }
 }
 

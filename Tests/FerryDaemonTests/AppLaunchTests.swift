@@ -75,9 +75,42 @@ struct AppLaunchTests {
         request(s, 2, {"type": "acknowledge", "sessionIdentifier": session, "upToSequence": events[-1]["sequence"]})
         """#
 
+    /// The app already running, with a session of its own, asking to be told of others' events.
+    static let runningAppScript = #"""
+        #!/usr/bin/python3
+        import sys, json; sys.path.insert(0, sys.argv[1])
+        from ferryclient import *
+        out, ready = sys.argv[2], sys.argv[3]
+        s = connect()
+        send(s, {"type": "hello", "protocolVersion": 1, "clientName": "com.example.app", "pid": os.getpid(), "handlesEventsForOtherSessions": True})
+        assert receive(s)["type"] == "welcome"
+        a = request(s, 1, {"type": "attach", "sessionIdentifier": "com.example.app.main", "sharedContainerIdentifier": "group.example", "owner": True})
+        assert a["type"] == "reply", a
+        open(ready, "w").close()
+        while True:
+            m = receive(s)
+            if m["type"] == "eventsWaiting": break
+        with open(out, "a") as f: f.write(json.dumps(m) + "\n")
+        a = request(s, 2, {"type": "attach", "sessionIdentifier": m["sessionIdentifier"], "sharedContainerIdentifier": "group.example", "owner": True})
+        assert a["type"] == "reply", a
+        events = []
+        while True:
+            m = receive(s)
+            if m["type"] == "event": events.append(m)
+            if m["type"] == "eventsFinished": break
+        with open(out, "a") as f:
+            for e in events: f.write(json.dumps(e) + "\n")
+        request(s, 3, {"type": "acknowledge", "sessionIdentifier": "com.example.app.bg", "upToSequence": events[-1]["sequence"]})
+        """#
+
     @Test("an extension uploads and exits; ferryd launches the containing app, which receives exactly one completion with the server's response")
     func extensionThenApp() async throws {
         try await extensionThenApp(sendsLaunchEvents: true)
+    }
+
+    @Test("the app already runs and asked to be told: ferryd tells it (eventsWaiting) instead of starting a second copy")
+    func runningAppIsTold() async throws {
+        try await extensionThenApp(sendsLaunchEvents: true, appRunning: true)
     }
 
     @Test("sendsLaunchEvents false: ferryd does not start the app; the events wait until the app attaches by itself")
@@ -85,7 +118,7 @@ struct AppLaunchTests {
         try await extensionThenApp(sendsLaunchEvents: false)
     }
 
-    private func extensionThenApp(sendsLaunchEvents: Bool) async throws {
+    private func extensionThenApp(sendsLaunchEvents: Bool, appRunning: Bool = false) async throws {
         let ferryd = try FerrydProcess()
         defer { ferryd.cleanUp() }
         let server = try await TestHTTPServer.start()
@@ -94,14 +127,15 @@ struct AppLaunchTests {
         try Data(Self.clientLibrary.utf8).write(to: folder.appendingPathComponent("ferryclient.py"))
         let extensionPath = folder.appendingPathComponent("share-extension.py").path
         let appPath = folder.appendingPathComponent("app.py").path
+        let runningAppPath = folder.appendingPathComponent("running-app.py").path
         let events = ferryd.root.appendingPathComponent("app-events.jsonl").path
-        for (path, text) in [(extensionPath, Self.extensionScript), (appPath, Self.appScript)] {
+        for (path, text) in [(extensionPath, Self.extensionScript), (appPath, Self.appScript), (runningAppPath, Self.runningAppScript)] {
             try Data(text.utf8).write(to: URL(fileURLWithPath: path))
             chmod(path, 0o755)
         }
         let paths = FerryPaths(dataDirectory: ferryd.dataDirectory, runtimeDirectory: ferryd.runtimeDirectory)
         try AppRegistry(paths: paths).install(AppManifest(
-            bundleIdentifier: "com.example.app", name: "Example", executables: [appPath],
+            bundleIdentifier: "com.example.app", name: "Example", executables: [appPath, runningAppPath],
             launch: [appPath, folder.path, "{session}", events], appGroups: ["group.example"],
             extensions: [ExtensionManifest(bundleIdentifier: "com.example.app.share", name: "Share", executables: [extensionPath])]))
         try await ferryd.start()
@@ -109,6 +143,20 @@ struct AppLaunchTests {
         let container = paths.containerURL(forGroup: "group.example")
         try FileManager.default.createDirectory(at: container, withIntermediateDirectories: true)
         let photo = try makeFile(container, "photo.jpg", count: 2_000_000, seed: 11)
+
+        var running: Process?
+        if appRunning {
+            let ready = ferryd.root.appendingPathComponent("running-app.ready").path
+            let app = Process()
+            app.executableURL = URL(fileURLWithPath: runningAppPath)
+            app.arguments = [folder.path, events, ready]
+            app.environment = ferryd.environment
+            try app.run()
+            running = app
+            try await poll(until: "the running app to attach to its own session", timeout: .seconds(10), every: .milliseconds(50),
+                           observed: String(ferryd.log.suffix(2000))) { FileManager.default.fileExists(atPath: ready) }
+        }
+        defer { if let running, running.isRunning { running.terminate() } }
 
         let share = Process()
         share.executableURL = URL(fileURLWithPath: extensionPath)
@@ -143,18 +191,23 @@ struct AppLaunchTests {
             lines = ((try? String(contentsOfFile: events, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
             return lines.contains { $0.contains(#""completed""#) }
         }
-        let decoded = try lines.map { try MessageCoder().decode(DaemonMessage.self, from: .init(string: $0)) }.compactMap(\.event)
+        let messages = try lines.map { try MessageCoder().decode(DaemonMessage.self, from: .init(string: $0)) }
+        if appRunning {
+            #expect(messages.first == .eventsWaiting(sessionIdentifier: "com.example.app.bg"), "\(lines)")
+            #expect(ferryd.log.contains("telling the running app of its session's events"))
+        }
+        let decoded = messages.compactMap(\.event)
         #expect(decoded.map(\.kind.name) == ["response", "data", "completed"], "\(lines)\n\(ferryd.log.suffix(2000))")
         if case .data(let body) = decoded.first(where: { $0.kind.name == "data" })?.kind {
             let answer = try JSONSerialization.jsonObject(with: body) as? [String: Any]
             #expect(answer?["sha256"] as? String == TestContent.sha256Hex(count: 2_000_000, seed: 11))
         }
-        #expect(ferryd.log.contains("launching app for session events") == sendsLaunchEvents)
+        #expect(ferryd.log.contains("launching app for session events") == (sendsLaunchEvents && !appRunning), "\(ferryd.log.suffix(2000))")
         #expect(server.requests.filter { $0.method == "POST" }.count == 1)
         // Acknowledged: no second launch, no second completion.
         try await Task.sleep(for: .milliseconds(500))
         let after = ((try? String(contentsOfFile: events, encoding: .utf8)) ?? "").split(separator: "\n")
-        #expect(after.count == 3)
+        #expect(after.count == (appRunning ? 4 : 3))
         try await server.shutdown()
     }
 }

@@ -131,7 +131,7 @@ enum Fixtures {
          .waitingForConnectivity(TaskWaiting(
             sessionIdentifier: session, taskIdentifier: 6,
             reason: WaitingReason(kind: .noNetwork, host: "example.com", message: "no network: no link that is up has a route to example.com"))),
-         .eventsFinished(sessionIdentifier: session),
+         .eventsFinished(sessionIdentifier: session), .eventsWaiting(sessionIdentifier: "com.example.app.other"),
          .goodbye(FerryProtocolError(.frameTooLarge, "too big"))]
         + replies.enumerated().map { .reply(id: UInt64($0.offset), $0.element) }
         + eventKinds.enumerated().map {

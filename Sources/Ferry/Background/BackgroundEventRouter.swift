@@ -50,6 +50,9 @@ struct BackgroundEventRouter: Sendable {
                     let session = self.session
                     await session.delegateQueue.ask { await delegate.sessionDidFinishEvents(forBackgroundSession: session) }
                 }
+            case .eventsWaiting(let other):
+                session.logger.info("ferryd says events wait for another session of this app", metadata: ["session": "\(other)"])
+                BackgroundLaunch.eventsWaiting(for: other)
             case .goodbye(let error):
                 session.logger.notice("ferryd closed the session's connection", metadata: [
                     "session": "\(link.sessionIdentifier)", "reason": "\(error.code.rawValue)",

@@ -84,4 +84,31 @@ public final class BackgroundLaunch: Sendable {
             return first
         }
     }
+
+    // MARK: A running app
+
+    private static let runningAppHandler = NIOLockedValueBox<(@Sendable (BackgroundLaunch) -> Void)?>(nil)
+
+    /// For an app that is running when events arrive for another of its background sessions
+    /// (one no process owns): instead of starting a second copy, ferryd tells this process,
+    /// and `handler` gets the same ``BackgroundLaunch`` a started app gets from ``current``.
+    /// Set it before making any background session: ferryd knows the app runs through them
+    /// (a session made earlier does not ask to be told).
+    ///
+    /// ```swift
+    /// BackgroundLaunch.handleEventsWhileRunning { launch in
+    ///     Task { try await handleEvents(of: launch) }   // the same code as for `BackgroundLaunch.current`
+    /// }
+    /// ```
+    public static func handleEventsWhileRunning(_ handler: @escaping @Sendable (BackgroundLaunch) -> Void) {
+        runningAppHandler.withLockedValue { $0 = handler }
+    }
+
+    /// Whether this process asked to be told (its connections say so in their hello).
+    static var handlesEventsWhileRunning: Bool { runningAppHandler.withLockedValue { $0 != nil } }
+
+    /// ferryd said events wait for `sessionIdentifier`.
+    static func eventsWaiting(for sessionIdentifier: String) {
+        runningAppHandler.withLockedValue { $0 }?(BackgroundLaunch(sessionIdentifier: sessionIdentifier))
+    }
 }

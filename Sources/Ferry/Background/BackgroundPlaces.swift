@@ -21,7 +21,9 @@ struct BackgroundPlaces: Sendable {
             let paths = try FerryPaths(environment: environment ?? ProcessInfo.processInfo.environment)
             try paths.prepare()
             let container = group.map { paths.containerURL(forGroup: $0) } ?? paths.sessionFiles(session)
-            return BackgroundPlaces(endpoint: paths.endpoint(environment: environment), container: container, problem: nil)
+            var endpoint = paths.endpoint(environment: environment)
+            endpoint.handlesEventsForOtherSessions = BackgroundLaunch.handlesEventsWhileRunning
+            return BackgroundPlaces(endpoint: endpoint, container: container, problem: nil)
         } catch {
             let problem = FerryError(.backgroundSessionWasDisconnected, "cannot use Ferry's folders: \(error)", underlying: error)
             let nowhere = DaemonEndpoint(socketPath: "/nonexistent", daemonLogPath: "/dev/null", startsDaemon: false)
