@@ -146,6 +146,9 @@ public struct TaskOptions: Hashable, Sendable, Codable {
     /// download.deliverTo = "/home/me/Downloads/big.iso"
     /// ```
     public var deliverTo: String?
+    /// A download's expected SHA-256 (64 hex digits): bytes that do not match fail the task
+    /// (`integrityCheckFailed`) and the file is not delivered.
+    public var expectedSHA256: String?
 
     /// What ``timeoutIntervalForResource`` is when a task leaves it out: 7 days.
     public static let defaultResourceTimeout: Double = 7 * 24 * 3600
@@ -153,7 +156,7 @@ public struct TaskOptions: Hashable, Sendable, Codable {
     public init(
         idempotencyKey: String? = nil, priority: Double = 0.5, earliestBeginDate: Date? = nil, taskDescription: String? = nil,
         timeoutIntervalForResource: Double? = nil, timeoutIntervalForRequest: Double? = nil, retryPolicy: RetryPolicy? = nil,
-        deliverTo: String? = nil
+        deliverTo: String? = nil, expectedSHA256: String? = nil
     ) {
         self.idempotencyKey = idempotencyKey
         self.priority = priority
@@ -163,6 +166,7 @@ public struct TaskOptions: Hashable, Sendable, Codable {
         self.timeoutIntervalForRequest = timeoutIntervalForRequest
         self.retryPolicy = retryPolicy
         self.deliverTo = deliverTo
+        self.expectedSHA256 = expectedSHA256
     }
 
     /// What is wrong with the options, naming the first field that is; nil when nothing is.
@@ -177,12 +181,15 @@ public struct TaskOptions: Hashable, Sendable, Codable {
         if let deliverTo, !deliverTo.hasPrefix("/") || deliverTo.hasSuffix("/") || deliverTo.utf8.contains(0) {
             return "deliverTo is the absolute path of a file"
         }
+        if let expectedSHA256, expectedSHA256.count != 64 || !expectedSHA256.allSatisfy(\.isHexDigit) {
+            return "expectedSHA256 is 64 hexadecimal digits"
+        }
         return nil
     }
 
     enum CodingKeys: String, CodingKey {
         case idempotencyKey, priority, earliestBeginDate, taskDescription, timeoutIntervalForResource, timeoutIntervalForRequest, retryPolicy
-        case deliverTo
+        case deliverTo, expectedSHA256
     }
 
     /// A missing priority is the default, 0.5; every other field is optional.
@@ -196,5 +203,6 @@ public struct TaskOptions: Hashable, Sendable, Codable {
         timeoutIntervalForRequest = try container.decodeIfPresent(Double.self, forKey: .timeoutIntervalForRequest)
         retryPolicy = try container.decodeIfPresent(RetryPolicy.self, forKey: .retryPolicy)
         deliverTo = try container.decodeIfPresent(String.self, forKey: .deliverTo)
+        expectedSHA256 = try container.decodeIfPresent(String.self, forKey: .expectedSHA256)
     }
 }

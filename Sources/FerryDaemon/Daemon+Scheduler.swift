@@ -242,7 +242,8 @@ extension Daemon {
     /// The engine's transfer for a stored task: bodies from and to files, resume points,
     /// time-outs. ferryd retries itself (stored, with its clock), so the engine tries once.
     func makeTransfer(_ record: TaskRecord, session: SessionRecord, deadline: Date) async throws -> Transfer {
-        let request = FerryEngine.Request(url: record.request.url, method: record.request.method, headers: record.request.headers)
+        var request = FerryEngine.Request(url: record.request.url, method: record.request.method, headers: record.request.headers)
+        request.expectedSHA256 = record.task.options.expectedSHA256
         let destination: Destination
         switch record.kind {
         case .download:

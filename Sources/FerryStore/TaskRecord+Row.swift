@@ -15,7 +15,7 @@ extension TaskRecord: StoredRecord {
             "resume_validator", "resume_offset", "upload_resource_url", "upload_interop_version", "idempotency_key",
             "priority", "earliest_begin_date", "attempt_count", "next_attempt_at", "last_error_code",
             "last_error_message", "response_status", "retry_reason", "resource_timeout", "request_timeout",
-            "retry_policy", "deliver_to", "delivered_to", "task_description", "created_at", "updated_at",
+            "retry_policy", "deliver_to", "delivered_to", "task_description", "created_at", "updated_at", "expected_sha256",
         ],
         identity: ["session_identifier", "task_identifier"])
 
@@ -52,12 +52,14 @@ extension TaskRecord: StoredRecord {
         let taskDescription: String? = try row.optional()
         createdAt = try row.date()
         updatedAt = try row.date()
+        let expectedSHA256: String? = try row.optional()
         task = TaskDescription(
             kind: kind, request: request, bodyFile: bodyFile, destination: destination,
             options: TaskOptions(
                 idempotencyKey: idempotencyKey, priority: priority, earliestBeginDate: earliestBeginDate,
                 taskDescription: taskDescription, timeoutIntervalForResource: resourceTimeout,
-                timeoutIntervalForRequest: requestTimeout, retryPolicy: retryPolicy, deliverTo: deliverTo))
+                timeoutIntervalForRequest: requestTimeout, retryPolicy: retryPolicy, deliverTo: deliverTo,
+                expectedSHA256: expectedSHA256))
     }
 
     func columnValues() throws -> [DatabaseValue] {
@@ -77,7 +79,7 @@ extension TaskRecord: StoredRecord {
             lastErrorMessage.storedValue, responseStatus.storedValue, retryReason?.rawValue.databaseValue ?? .null,
             options.timeoutIntervalForResource.storedValue, options.timeoutIntervalForRequest.storedValue,
             try JSONColumn.value(options.retryPolicy), options.deliverTo.storedValue, deliveredTo.storedValue,
-            options.taskDescription.storedValue, createdAt.storedValue, updatedAt.storedValue,
+            options.taskDescription.storedValue, createdAt.storedValue, updatedAt.storedValue, options.expectedSHA256.storedValue,
         ]
     }
 }

@@ -78,6 +78,24 @@ struct BackgroundSessionTests {
         }
     }
 
+    @Test("a download's expected SHA-256 reaches ferryd: the right digest completes, a wrong one fails with integrityCheckFailed")
+    func expectedDigest() async throws {
+        try await withDaemonAndServer { daemon, server in
+            let delegate = RecordingDelegate()
+            let session = try Session.background(daemon.configuration("bg.digest"), delegate: delegate)
+            var right = Request(url: server.url("/bytes/40000?seed=21"))
+            right.expectedSHA256 = TestContent.sha256Hex(count: 40000, seed: 21).uppercased()
+            session.downloadTask(with: right).resume()
+            #expect(succeeded(await delegate.nextCompletion()))
+            var wrong = Request(url: server.url("/bytes/40000?seed=22"))
+            wrong.expectedSHA256 = TestContent.sha256Hex(count: 40000, seed: 21)
+            session.downloadTask(with: wrong).resume()
+            let error = await delegate.nextCompletion()
+            #expect(error??.code == .integrityCheckFailed, "\(String(describing: error))")
+            session.finishTasksAndInvalidate()
+        }
+    }
+
     @Test("a background session's cookies: sent with the submission, stored from the response event")
     func cookies() async throws {
         try await withDaemonAndServer { daemon, server in

@@ -118,6 +118,7 @@ struct BackgroundRunner: TaskRunner {
         submission.timeoutIntervalForResource = session.configuration.timeoutIntervalForResource
         submission.timeoutIntervalForRequest = task.originalRequest.timeoutInterval ?? session.configuration.timeoutIntervalForRequest
         submission.retryPolicy = session.configuration.retryPolicy
+        submission.expectedSHA256 = transfer.request.expectedSHA256?.lowercased()
         switch task.kind {
         case .download:
             // ferryd places the file in the session's container and says where when done.
