@@ -27,13 +27,14 @@ public struct ProxySettings: Hashable, Sendable, Codable {
             self.password = password
         }
 
-        /// `http://[user:password@]host[:port]`, or `host:port`; nil for anything else (a
-        /// `socks5://` proxy among them). The port defaults to 1080 as curl's does.
+        /// `http://[user:password@]host[:port]`, or `host:port`; nil for anything else: a
+        /// `socks5://` proxy, and an `https://` one (reached over TLS, which Ferry does not do:
+        /// its password would go in clear). The port defaults to 1080 as curl's does.
         public init?(parsing text: String) {
             let trimmed = text.trimmingCharacters(in: .whitespaces)
             guard !trimmed.isEmpty else { return nil }
             let withScheme = trimmed.contains("://") ? trimmed : "http://" + trimmed
-            guard let url = URL(string: withScheme), ["http", "https"].contains(url.scheme?.lowercased() ?? ""),
+            guard let url = URL(string: withScheme), url.scheme?.lowercased() == "http",
                 let host = url.host, !host.isEmpty
             else { return nil }
             self.init(

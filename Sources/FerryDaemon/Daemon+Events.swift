@@ -17,6 +17,8 @@ struct LaunchState: Sendable {
     var backoff = LaunchBackoff(base: .seconds(10), cap: .seconds(3600))
     /// The timer job that looks again (`DaemonJob.launchTimer`).
     var timer: StopControl?
+    /// A running copy of the app was told already: the next attempt starts the app.
+    var toldRunningApp = false
 
     static func delay(afterAttempts attempts: Int) -> TimeInterval {
         var backoff = LaunchBackoff(base: .seconds(10), cap: .seconds(3600))
@@ -111,8 +113,9 @@ extension Daemon {
         }
         // A copy of the app that runs and asked to be told is told instead of starting another
         // (with the same backoff and timer as a launch: it has that long to attach).
-        let running = runningCopy(of: app)
         var next = sessions[session]?.launch ?? LaunchState()
+        let running = next.toldRunningApp ? nil : runningCopy(of: app)
+        next.toldRunningApp = running != nil
         next.backoff.recordLaunch(at: clock.now)
         next.timer?.stop()
         let attempt = next.backoff.launchesWithoutConnecting

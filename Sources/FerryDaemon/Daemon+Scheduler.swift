@@ -291,7 +291,7 @@ extension Daemon {
     private func complete(_ record: TaskRecord, result: TransferResult, destination: Destination, logger: Logger) async throws {
         let key = record.key
         var kinds: [EventKind] = [
-            .response(ResponseHead(statusCode: result.response.statusCode, headers: result.response.headers)),
+            .response(ResponseHead(statusCode: result.response.statusCode, headers: result.response.headers, url: result.response.url)),
         ]
         if let body = result.body, !body.isEmpty {
             var offset = 0

@@ -54,7 +54,8 @@ enum AuthorizationHeader {
         let p = offer.parameters
         guard let nonce = p["nonce"], let algorithm = DigestAlgorithm(p["algorithm"]) else { return nil }
         let realm = p["realm"] ?? ""
-        let uri = url.path(percentEncoded: true).isEmpty ? "/" : url.path(percentEncoded: true) + (url.query(percentEncoded: true).map { "?" + $0 } ?? "")
+        let path = url.path(percentEncoded: true)
+        let uri = (path.isEmpty ? "/" : path) + (url.query(percentEncoded: true).map { "?" + $0 } ?? "")
         // `auth` when offered; `auth-int` alone (a digest of the body) is not supported.
         let qops = (p["qop"] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
         let qop: String? = qops.contains("auth") ? "auth" : nil

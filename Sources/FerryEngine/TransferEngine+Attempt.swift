@@ -204,7 +204,11 @@ extension TransferEngine {
         } else if hasStreamBody {
             return nil  // a stream cannot be sent twice
         }
-        if request.url.host?.lowercased() != target.host?.lowercased() || request.url.port != target.port {
+        // Another origin (host, port or scheme: https to http would send them in clear) gets
+        // neither the credentials nor the cookies; the jar adds the target's own.
+        if request.url.host?.lowercased() != target.host?.lowercased() || request.url.port != target.port
+            || request.url.scheme?.lowercased() != scheme
+        {
             next.headers["Authorization"] = nil
             next.headers["Cookie"] = nil
         }

@@ -6,6 +6,12 @@ extension TransferEngine {
     /// memory, without a body): a fresh entry without a request, a stale one after the
     /// server's `304`; a response that may be kept is stored.
     func runThroughCache(_ transfer: Transfer, observer: any TransferObserver, progress: TransferProgress) async throws -> TransferResult {
+        if let cache = transfer.cache, !["GET", "HEAD", "OPTIONS", "TRACE"].contains(transfer.request.method.uppercased()) {
+            // A write that succeeded makes what was kept for its URL out of date (§4.4).
+            let result = try await runWithRetries(transfer, observer: observer, progress: progress)
+            if result.response.statusCode < 400 { cache.removeEntry(for: Request(url: transfer.request.url)) }
+            return result
+        }
         guard let cache = transfer.cache, transfer.request.method == "GET", transfer.upload == nil, transfer.request.body == nil,
             case .memory = transfer.destination
         else { return try await runWithRetries(transfer, observer: observer, progress: progress) }

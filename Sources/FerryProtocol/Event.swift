@@ -91,9 +91,12 @@ extension EventKind: Codable {
 public struct ResponseHead: Hashable, Sendable, Codable {
     public var statusCode: Int
     public var headers: HeaderFields
-    public init(statusCode: Int, headers: HeaderFields = [:]) {
+    /// The URL that answered, after the redirects ferryd followed; nil from older daemons.
+    public var url: URL?
+    public init(statusCode: Int, headers: HeaderFields = [:], url: URL? = nil) {
         self.statusCode = statusCode
         self.headers = headers
+        self.url = url
     }
 }
 

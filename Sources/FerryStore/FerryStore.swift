@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Synchronization
 public import Logging
 
 /// ferryd's durable state: background sessions, their tasks, and the events not yet
@@ -27,6 +28,9 @@ public final class FerryStore: Sendable {
     let pool: DatabasePool
     let writes: GroupCommit
     let logger: Logger
+    /// Set by ``close()``: later writes fail at once (SQLite's own error for a closed handle
+    /// says "out of memory").
+    private let isClosed = Mutex(false)
 
     /// Opens the store at `path`, creating the file if there is none, and migrates it to the
     /// newest schema.
@@ -70,6 +74,7 @@ public final class FerryStore: Sendable {
 
     /// Closes the database. Later calls fail with ``FerryStoreError/Code/closed``.
     public func close() throws {
+        isClosed.withLock { $0 = true }
         do {
             try pool.close()
         } catch {
@@ -134,6 +139,11 @@ public final class FerryStore: Sendable {
     /// Hands `body` to the writer and returns at once (writes commit in the order handed in).
     func enqueueWrite<T: Sendable>(_ doing: String, _ body: @escaping @Sendable (Database) throws -> T) -> PendingWrite<T> {
         let path = self.path
+        if isClosed.withLock({ $0 }) {
+            let refused = PendingWrite<T>(failure: { $0 })
+            refused.complete(.failure(FerryStoreError(.closed, "could not \(doing): the store is closed", path: path)))
+            return refused
+        }
         return writes.enqueue(body, failure: { FerryStoreError.wrapping($0, path: path, while: doing) })
     }
 

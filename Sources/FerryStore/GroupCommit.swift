@@ -54,6 +54,13 @@ final class GroupCommit: Sendable {
         }, completion: { _, result in
             let group = self.state.withLock { state in
                 defer { state.taken = [] }
+                // The transaction failed before its body took anything (it could not begin:
+                // the database is busy past its time-out, or closed): the waiting writes fail
+                // with it, instead of being tried again at once, and again.
+                if state.taken.isEmpty, case .failure = result {
+                    defer { state.waiting = [] }
+                    return state.waiting
+                }
                 return state.taken
             }
             // A failed commit wrote none of the group.

@@ -45,4 +45,26 @@ struct AuthenticationHeaderTests {
         let bodyDigest = try #require(ChallengeOffer.parse([#"Digest realm="r", nonce="n", qop="auth-int""#]).first)
         #expect(AuthorizationHeader.value(answering: bodyDigest, with: credential, method: "GET", url: url) == nil, "auth-int alone is not spoken")
     }
+
+    @Test("Digest's uri is the request target: an empty path is /, the query follows it")
+    func digestTarget() throws {
+        let offer = try #require(ChallengeOffer.parse([#"Digest realm="r", nonce="n", qop="auth""#]).first)
+        let value = try #require(AuthorizationHeader.value(
+            answering: offer, with: Credential(user: "u", password: "p"), method: "GET", url: URL(string: "https://h.example?x=1")!))
+        #expect(value.contains(#"uri="/?x=1""#), "\(value)")
+    }
+
+    @Test("a redirect to another scheme, host or port drops Authorization and Cookie; the same origin keeps them")
+    func redirectsDropCredentials() throws {
+        let engine = try TransferEngine(configuration: EngineConfiguration())
+        var request = Request(url: URL(string: "https://h.example/a")!)
+        request.headers["Authorization"] = "Basic eDp5"
+        request.headers["Cookie"] = "s=1"
+        for target in ["http://h.example/b", "https://other.example/b", "https://h.example:8443/b"] {
+            let next = try #require(engine.redirected(request, to: URL(string: target)!, status: 302, hasStreamBody: false))
+            #expect(next.headers["Authorization"] == nil && next.headers["Cookie"] == nil, "\(target)")
+        }
+        let same = try #require(engine.redirected(request, to: URL(string: "https://h.example/c")!, status: 302, hasStreamBody: false))
+        #expect(same.headers["Authorization"] != nil && same.headers["Cookie"] == "s=1")
+    }
 }

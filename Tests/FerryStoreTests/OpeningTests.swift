@@ -97,12 +97,27 @@ struct OpeningTests {
         }
     }
 
-    @Test("a closed store says so")
+    @Test("a closed store says so, to reads and to writes (a write that cannot begin fails, it is not tried again and again)",
+          .timeLimit(.minutes(1)))
     func closed() async throws {
         try await withStore { (store, _) async throws in
             try store.close()
             let error = await #expect(throws: FerryStoreError.self) { try await store.sessions() }
             #expect(error?.code == .closed)
+            let writeError = await #expect(throws: FerryStoreError.self) { try await store.openSession("late", appBundleIdentifier: "a") }
+            #expect(writeError?.code == .closed, "\(String(describing: writeError))")
+        }
+    }
+
+    @Test("grouped writes whose transaction cannot begin fail with its error, and are not tried again at once, forever",
+          .timeLimit(.minutes(1)))
+    func groupThatCannotBegin() async throws {
+        try await withStore { (store, _) async throws in
+            try store.pool.close()  // under the store: BEGIN fails for the writer
+            let first = store.writes.enqueue({ _ in 1 }, failure: { $0 })
+            let second = store.writes.enqueue({ _ in 2 }, failure: { $0 })
+            await #expect(throws: (any Error).self) { _ = try await first.value }
+            await #expect(throws: (any Error).self) { _ = try await second.value }
         }
     }
 }

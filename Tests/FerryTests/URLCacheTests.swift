@@ -97,6 +97,29 @@ struct URLCacheTests {
         }
     }
 
+    @Test("a newer answer too large for memory replaces the older one kept there; a successful write removes what was kept for its URL")
+    func newerAnswersWin() async throws {
+        try await withServer { server in
+            let configuration = URLSessionConfiguration.ephemeral
+            configuration.urlCache = URLCache(memoryCapacity: 40_000, diskCapacity: 0)
+            let session = URLSession(configuration: configuration)
+            let url = server.url("/cache/grow?maxAge=60")
+            #expect(try await body(session, url) == "grow 1")
+            let cache = try #require(configuration.urlCache)
+            let big = HTTPURLResponse(Response(url: url, statusCode: 200, headers: ["Cache-Control": "max-age=60"]))
+            cache.storeCachedResponse(CachedURLResponse(response: big, data: Data(repeating: 0x61, count: 10_000)), for: URLRequest(url: url))
+            #expect(try await body(session, url) == "grow 2", "the older, smaller answer is not served")
+
+            #expect(try await body(session, server.url("/cache/written?maxAge=60")) == "written 1")
+            var put = URLRequest(url: server.url("/cache/written?maxAge=60"))
+            put.httpMethod = "PUT"
+            let (answer, _) = try await session.upload(for: put, from: Data("new".utf8))
+            #expect(String(decoding: answer, as: UTF8.self) == "written 2")
+            #expect(try await body(session, server.url("/cache/written?maxAge=60")) == "written 3", "the PUT made the kept answer stale")
+            session.finishTasksAndInvalidate()
+        }
+    }
+
     @Test("a background session refuses a URL cache: ferryd keeps none")
     func backgroundRefuses() {
         var configuration = Configuration.background(identifier: "cache.refused")

@@ -93,8 +93,10 @@ struct BackgroundEventRouter: Sendable {
         task.noteWaiting(nil)
         switch kind {
         case .response(let head):
-            if task.originalRequest.handlesCookies {
-                task.session.configuration.cookieJar?.storeCookies(from: head.headers, for: url)
+            // Against the URL that answered (ferryd follows redirects); a daemon that does not
+            // say which stores none rather than give one host's cookies to another.
+            if task.originalRequest.handlesCookies, let answered = head.url {
+                task.session.configuration.cookieJar?.storeCookies(from: head.headers, for: answered)
             }
             let allowed = await observer.transferDidReceive(response: Response(url: url, statusCode: head.statusCode, headers: head.headers))
             if !allowed { task.cancel() }

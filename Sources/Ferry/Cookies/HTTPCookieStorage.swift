@@ -209,10 +209,15 @@ public final class HTTPCookieStorage: Sendable {
     private func change(_ body: (inout State) -> Void) {
         state.withLock { state in
             loadIfNeeded(&state)
-            let before = state.cookies
+            let before = Self.lasting(state.cookies)
             body(&state)
-            if state.cookies != before { save(state.cookies) }
+            // The file holds the cookies with an expiry date: only their change is written.
+            if Self.lasting(state.cookies) != before { save(state.cookies) }
         }
+    }
+
+    private static func lasting(_ cookies: [Key: HTTPCookie]) -> [Key: HTTPCookie] {
+        cookies.filter { !$0.value.isSessionOnly }
     }
 
     private func loadIfNeeded(_ state: inout State) {
@@ -239,7 +244,8 @@ public final class HTTPCookieStorage: Sendable {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]
-            try PrivateFile.replace(file, with: try encoder.encode(lasting.map(SavedCookie.init)))
+            // Not synced: cookies are worth no disk flush on every response.
+            try PrivateFile.replace(file, with: try encoder.encode(lasting.map(SavedCookie.init)), sync: false)
         } catch {
             Logger(label: "ferry.cookies").warning(
                 "cannot write the cookie file; cookies are kept in memory", metadata: ["file": "\(file.path)", "error": "\(error)"])

@@ -134,7 +134,12 @@ public final class URLCache: Sendable, ResponseCache {
 
     private func keep(_ stored: StoredEntry, onDisk: Bool) {
         remember(stored)
-        guard onDisk, diskCapacity > 0, stored.size <= diskCapacity / 20, let file = file(for: stored.key) else { return }
+        guard let file = file(for: stored.key) else { return }
+        guard onDisk, diskCapacity > 0, stored.size <= diskCapacity / 20 else {
+            // Not kept there: an older answer for the key must not outlive this one.
+            diskLock.withLock { _ in try? FileManager.default.removeItem(at: file) }
+            return
+        }
         diskLock.withLock { _ in
             do {
                 try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
@@ -154,8 +159,12 @@ public final class URLCache: Sendable, ResponseCache {
     }
 
     private func remember(_ stored: StoredEntry) {
-        guard stored.size <= memoryCapacity / 20 else { return }
         state.withLock { state in
+            guard stored.size <= memoryCapacity / 20 else {
+                // Too large to keep in memory: an older answer for the key goes too.
+                if let old = state.memory.removeValue(forKey: stored.key) { state.memoryUsage -= old.entry.size }
+                return
+            }
             state.clock += 1
             if let old = state.memory.updateValue((stored, state.clock), forKey: stored.key) { state.memoryUsage -= old.entry.size }
             state.memoryUsage += stored.size
