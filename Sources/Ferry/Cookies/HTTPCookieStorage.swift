@@ -41,13 +41,13 @@ public final class HTTPCookieStorage: Sendable {
     }
     private let state = Mutex(State())
     /// Where the cookies are kept across launches; nil: in memory only.
-    private let file: @Sendable () -> URL?
+    private let place: FoundOnce<URL?>
 
     /// A storage of its own, in memory (an `.ephemeral` session's). Ferry's: the platform makes
     /// these only for ephemeral sessions.
     public convenience init() { self.init(file: { nil }) }
 
-    init(file: @escaping @Sendable () -> URL?) { self.file = file }
+    init(file: @escaping @Sendable () -> URL?) { self.place = FoundOnce(file) }
 
     /// This app's cookies, kept on disk. Its file is found the first time it is used.
     public static let shared = HTTPCookieStorage(file: {
@@ -223,7 +223,7 @@ public final class HTTPCookieStorage: Sendable {
     private func loadIfNeeded(_ state: inout State) {
         guard !state.loaded else { return }
         state.loaded = true
-        guard let file = file(), let data = try? Data(contentsOf: file) else { return }
+        guard let file = place.value, let data = try? Data(contentsOf: file) else { return }
         do {
             let now = Date()
             for saved in try JSONDecoder().decode([SavedCookie].self, from: data) {
@@ -237,7 +237,7 @@ public final class HTTPCookieStorage: Sendable {
     }
 
     private func save(_ cookies: [Key: HTTPCookie]) {
-        guard let file = file() else { return }
+        guard let file = place.value else { return }
         let lasting = cookies.values.filter { !$0.isSessionOnly }.sorted { ($0.domain, $0.path, $0.name) < ($1.domain, $1.path, $1.name) }
         do {
             let folder = file.deletingLastPathComponent()

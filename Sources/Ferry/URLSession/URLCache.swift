@@ -32,7 +32,8 @@ public final class URLCache: Sendable, ResponseCache {
 
     public let memoryCapacity: Int
     public let diskCapacity: Int
-    private let directory: @Sendable () -> URL?
+    /// The folder, found once (``shared``'s asks which app this is: not on every request).
+    private let folder: FoundOnce<URL?>
 
     private struct State {
         var memory: [String: (entry: StoredEntry, used: UInt64)] = [:]
@@ -46,13 +47,13 @@ public final class URLCache: Sendable, ResponseCache {
     public init(memoryCapacity: Int, diskCapacity: Int, directory: URL? = nil) {
         self.memoryCapacity = max(0, memoryCapacity)
         self.diskCapacity = directory == nil ? 0 : max(0, diskCapacity)
-        self.directory = { directory }
+        self.folder = FoundOnce { directory }
     }
 
     private init(memoryCapacity: Int, diskCapacity: Int, lazyDirectory: @escaping @Sendable () -> URL?) {
         self.memoryCapacity = memoryCapacity
         self.diskCapacity = diskCapacity
-        self.directory = lazyDirectory
+        self.folder = FoundOnce(lazyDirectory)
     }
 
     /// This app's cache: 4 MiB in memory, 64 MiB on disk.
@@ -180,6 +181,8 @@ public final class URLCache: Sendable, ResponseCache {
         components?.fragment = nil
         return components?.string ?? url.absoluteString
     }
+
+    private func directory() -> URL? { folder.value }
 
     private func file(for key: String) -> URL? {
         directory().map { $0.appendingPathComponent(SHA256.hash(data: Data(key.utf8)).map { String(format: "%02x", $0) }.joined() + ".entry") }
