@@ -26,6 +26,6 @@ public struct TaskMetrics: Sendable {
     init(transactions: [TransactionMetrics], start: Date?, end: Date) {
         self.transactions = transactions
         self.taskInterval = DateInterval(start: min(start ?? end, end), end: end)
-        self.redirectCount = transactions.dropLast().filter { [301, 302, 303, 307, 308].contains($0.response?.statusCode ?? 0) }.count
+        self.redirectCount = transactions.dropLast().filter { $0.response?.isRedirect == true }.count
     }
 }

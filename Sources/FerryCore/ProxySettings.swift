@@ -78,7 +78,10 @@ public struct ProxySettings: Hashable, Sendable, Codable {
         guard let server else { return nil }
         if bypassesLoopback && Self.isLoopback(host) { return nil }
         for entry in bypass {
-            let pattern = entry.lowercased().split(separator: ":").count > 2 ? entry.lowercased() : String(entry.lowercased().split(separator: ":").first ?? "")
+            // A port after a name or IPv4 address is ignored; an IPv6 address is taken whole.
+            let lowered = entry.lowercased()
+            let parts = lowered.split(separator: ":")
+            let pattern = parts.count > 2 ? lowered : String(parts.first ?? "")
             if pattern == "*" { return nil }
             let bare = pattern.hasPrefix(".") ? String(pattern.dropFirst()) : pattern
             if host == bare || host.hasSuffix("." + bare) { return nil }

@@ -52,6 +52,9 @@ public struct Response: Sendable, Hashable {
         self.httpVersion = httpVersion
     }
 
+    /// Whether the status is one the engine follows to `Location` (301, 302, 303, 307, 308).
+    public var isRedirect: Bool { [301, 302, 303, 307, 308].contains(statusCode) }
+
     /// `Content-Length`, or -1 when unknown (as `expectedContentLength` in URLSession).
     public var expectedContentLength: Int64 {
         guard let value = headers["Content-Length"] else { return -1 }

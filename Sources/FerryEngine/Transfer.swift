@@ -27,6 +27,14 @@ public struct Transfer: Sendable {
     /// Cookies sent with every request of the transfer and stored from every response
     /// (unless the request says `handlesCookies = false` or sets its own `Cookie` header).
     public var cookies: (any CookieJar)?
+    /// The `Cookie` header the jar gives `request`: none when the request handles no cookies
+    /// or sets its own. Every request the engine sends asks here, and so does a library that
+    /// hands the request to ferryd.
+    public func cookieHeader(for request: Request) -> String? {
+        guard request.handlesCookies, request.headers["Cookie"] == nil else { return nil }
+        return cookies?.cookieHeader(for: request.url)
+    }
+
     /// Default credentials for `401` challenges the observer leaves to default handling, and
     /// where accepted ones are kept; the URL's own user and password come after it.
     public var credentials: (any CredentialSource)?

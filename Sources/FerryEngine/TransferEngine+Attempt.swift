@@ -96,7 +96,7 @@ extension TransferEngine {
         }
 
         // Redirects: drain the small body, ask the observer, follow.
-        if [301, 302, 303, 307, 308].contains(response.statusCode), let location = response.headers["Location"],
+        if response.isRedirect, let location = response.headers["Location"],
             let target = URL(string: location, relativeTo: request.url)?.absoluteURL
         {
             let next = redirected(request, to: target, status: response.statusCode, hasStreamBody: state.transfer.upload?.isSeekable == false)
@@ -161,9 +161,7 @@ extension TransferEngine {
         var outgoing = clientRequest(to: request.url, for: transfer)
         outgoing.method = HTTPMethod(rawValue: request.method.uppercased())
         for field in request.headers { outgoing.headers.add(name: field.name, value: field.value) }
-        if request.handlesCookies, request.headers["Cookie"] == nil, let cookie = transfer.cookies?.cookieHeader(for: request.url) {
-            outgoing.headers.add(name: "Cookie", value: cookie)
-        }
+        if let cookie = transfer.cookieHeader(for: request) { outgoing.headers.add(name: "Cookie", value: cookie) }
         // Data and upload answers come gzip or deflate coded and decoded here, as URLSession's
         // (AsyncHTTPClient asks for them); a download asks for the bytes as they are, so that
         // its offsets, validators and digests stay those of the file (docs/porting.md).

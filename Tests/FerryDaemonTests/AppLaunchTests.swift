@@ -40,6 +40,18 @@ struct AppLaunchTests {
             while True:
                 m = receive(s)
                 if m.get("requestID") == rid: return m
+        def take_events(s, rid, session, out):
+            # Owns the session, records its events up to eventsFinished in `out`, acknowledges them.
+            a = request(s, rid, {"type": "attach", "sessionIdentifier": session, "sharedContainerIdentifier": "group.example", "owner": True})
+            assert a["type"] == "reply", a
+            events = []
+            while True:
+                m = receive(s)
+                if m["type"] == "event": events.append(m)
+                if m["type"] == "eventsFinished": break
+            with open(out, "a") as f:
+                for e in events: f.write(json.dumps(e) + "\n")
+            request(s, rid + 1, {"type": "acknowledge", "sessionIdentifier": session, "upToSequence": events[-1]["sequence"]})
         """#
 
     static let extensionScript = #"""
@@ -63,16 +75,7 @@ struct AppLaunchTests {
         from ferryclient import *
         session, out = sys.argv[2], sys.argv[3]
         s = connect(); hello(s, "com.example.app")
-        a = request(s, 1, {"type": "attach", "sessionIdentifier": session, "sharedContainerIdentifier": "group.example", "owner": True})
-        assert a["type"] == "reply", a
-        events = []
-        while True:
-            m = receive(s)
-            if m["type"] == "event": events.append(m)
-            if m["type"] == "eventsFinished": break
-        with open(out, "a") as f:
-            for e in events: f.write(json.dumps(e) + "\n")
-        request(s, 2, {"type": "acknowledge", "sessionIdentifier": session, "upToSequence": events[-1]["sequence"]})
+        take_events(s, 1, session, out)
         """#
 
     /// The app already running, with a session of its own, asking to be told of others' events.
@@ -91,16 +94,7 @@ struct AppLaunchTests {
             m = receive(s)
             if m["type"] == "eventsWaiting": break
         with open(out, "a") as f: f.write(json.dumps(m) + "\n")
-        a = request(s, 2, {"type": "attach", "sessionIdentifier": m["sessionIdentifier"], "sharedContainerIdentifier": "group.example", "owner": True})
-        assert a["type"] == "reply", a
-        events = []
-        while True:
-            m = receive(s)
-            if m["type"] == "event": events.append(m)
-            if m["type"] == "eventsFinished": break
-        with open(out, "a") as f:
-            for e in events: f.write(json.dumps(e) + "\n")
-        request(s, 3, {"type": "acknowledge", "sessionIdentifier": "com.example.app.bg", "upToSequence": events[-1]["sequence"]})
+        take_events(s, 2, m["sessionIdentifier"], out)
         """#
 
     @Test("an extension uploads and exits; ferryd launches the containing app, which receives exactly one completion with the server's response")

@@ -105,9 +105,7 @@ struct BackgroundRunner: TaskRunner {
         var headers = transfer.request.headers
         // The session's cookies go with the submission; what the response sets is stored
         // when its event arrives (BackgroundEventRouter). Redirects inside ferryd keep these.
-        if transfer.request.handlesCookies, headers["Cookie"] == nil, let cookie = transfer.cookies?.cookieHeader(for: transfer.request.url) {
-            headers.add(name: "Cookie", value: cookie)
-        }
+        if let cookie = transfer.cookieHeader(for: transfer.request) { headers.add(name: "Cookie", value: cookie) }
         let request = TaskRequest(url: transfer.request.url, method: transfer.request.method, headers: headers)
         let (priority, beginDate, key, description) = task.lock.withLockedValue { m in
             (Double(m.priority), m.earliestBeginDate, m.idempotencyKey, m.taskDescription)

@@ -142,14 +142,20 @@ public final class HTTPCookie: Sendable, Hashable, CustomStringConvertible {
         "<HTTPCookie \(name)=\(value.isEmpty ? "" : "…"); domain=\(domain); path=\(path)\(isSecure ? "; secure" : "")\(expiresDate.map { "; expires=\($0)" } ?? "")>"
     }
 
+    /// Whether `host` (lower case) is the cookie's domain, or for a domain cookie one of its
+    /// subdomains (RFC 6265 §5.1.3).
+    func domainMatches(_ host: String) -> Bool {
+        let bare = isDomainCookie ? String(domain.dropFirst()) : domain
+        return host == bare || (isDomainCookie && host.hasSuffix("." + bare))
+    }
+
     /// Whether the cookie goes with a request to `url` at `now` (RFC 6265 §5.4: domain,
     /// path, `Secure` over HTTPS only, not expired).
     func matches(_ url: URL, at now: Date) -> Bool {
         guard let host = url.host?.lowercased() else { return false }
         if let expiresDate, expiresDate <= now { return false }
         if isSecure, url.scheme?.lowercased() != "https" { return false }
-        let bare = isDomainCookie ? String(domain.dropFirst()) : domain
-        guard host == bare || (isDomainCookie && host.hasSuffix("." + bare)) else { return false }
+        guard domainMatches(host) else { return false }
         let requestPath = url.path.isEmpty ? "/" : url.path
         return requestPath == path
             || (requestPath.hasPrefix(path) && (path.hasSuffix("/") || requestPath.dropFirst(path.count).first == "/"))

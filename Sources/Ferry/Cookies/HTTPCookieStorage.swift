@@ -103,11 +103,7 @@ public final class HTTPCookieStorage: Sendable {
     public func setCookies(_ cookies: [HTTPCookie], for url: URL?, mainDocumentURL: URL?) {
         guard cookieAcceptPolicy != .never else { return }
         let host = url?.host?.lowercased()
-        store(cookies.filter { cookie in
-            guard let host else { return true }
-            let bare = cookie.isDomainCookie ? String(cookie.domain.dropFirst()) : cookie.domain
-            return host == bare || (cookie.isDomainCookie && host.hasSuffix("." + bare))
-        })
+        store(cookies.filter { cookie in host.map(cookie.domainMatches) ?? true })
     }
 
     public func deleteCookie(_ cookie: HTTPCookie) {
