@@ -49,6 +49,10 @@ public struct Configuration: Sendable {
     /// PEM files of extra certificate authorities to trust (the system store is always used).
     /// Background sessions send them to ferryd, which trusts them for this session's tasks.
     public var additionalTrustedCertificateFiles: [String] = []
+    /// The certificate and key presented when a server asks for one (mutual TLS), unless the
+    /// delegate answers the client-certificate challenge with another. Background sessions
+    /// send it to ferryd (paths and passphrase), which presents it for this session's tasks.
+    public var clientIdentity: ClientIdentity?
     /// Where downloads are written while they run. The system temporary directory.
     public var downloadDirectory: URL = FileManager.default.temporaryDirectory
 
@@ -117,7 +121,8 @@ public struct Configuration: Sendable {
     var transferOptions: SessionTransferOptions {
         SessionTransferOptions(
             additionalTrustedCertificateFiles: additionalTrustedCertificateFiles.map { URL(fileURLWithPath: $0).standardizedFileURL.path },
-            allowsHTTP2: allowsHTTP2, usesResumableUploads: resumableUploads == .automatic, proxies: resolvedProxies)
+            allowsHTTP2: allowsHTTP2, usesResumableUploads: resumableUploads == .automatic, proxies: resolvedProxies,
+            clientIdentity: clientIdentity?.absolute(relativeTo: FileManager.default.currentDirectoryPath))
     }
 
     /// What the session allows of the network, as ferryd is told it.
@@ -202,6 +207,7 @@ public struct Configuration: Sendable {
         engine.maximumConnectionsPerHost = httpMaximumConnectionsPerHost
         engine.allowsHTTP2 = allowsHTTP2
         engine.additionalTrustedCertificateFiles = additionalTrustedCertificateFiles
+        engine.clientIdentity = clientIdentity
         return engine
     }
 }

@@ -28,6 +28,13 @@ public typealias AuthenticationChallenge = FerryEngine.AuthenticationChallenge
 public typealias ProtectionSpace = FerryEngine.ProtectionSpace
 public typealias Credential = FerryEngine.Credential
 public typealias ChallengeAnswer = FerryEngine.ChallengeAnswer
+/// A question about a TLS connection (server trust, a client certificate) and its answer
+/// (``SessionDelegate/session(_:didReceive:)``), the server's certificates, the client's.
+public typealias ConnectionChallenge = FerryEngine.ConnectionChallenge
+public typealias ConnectionChallengeAnswer = FerryEngine.ConnectionChallengeAnswer
+public typealias ServerTrust = FerryEngine.ServerTrust
+/// A client certificate and key in PEM or PKCS#12 files (``Configuration/clientIdentity``).
+public typealias ClientIdentity = FerryCore.ClientIdentity
 /// One request of a task, timed (``TaskMetrics``).
 public typealias TransactionMetrics = FerryEngine.TransactionMetrics
 /// How a request may use the session's cache (``Configuration/requestCachePolicy``).

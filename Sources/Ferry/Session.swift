@@ -26,6 +26,8 @@ public final class Session: Sendable {
     /// Background sessions: the tie to ferryd (its events, its tasks, its errors).
     let background: BackgroundLink?
     let delegateQueue = DelegateQueue()
+    /// The delegate's answers to questions about connections (nil without a delegate).
+    let connectionChallenges: SessionChallenges?
     /// Part of this session's download file names (see `newDownloadFile`).
     private let downloadFileTag = String(UInt64.random(in: 0...UInt64.max), radix: 36)
     private let downloadFileCounter = NIOLockedValueBox(0)
@@ -54,6 +56,8 @@ public final class Session: Sendable {
         self.delegate = delegate
         self.logger = logger
         self.proxies = configuration.resolvedProxies
+        let challenges = delegate.map { _ in SessionChallenges() }
+        self.connectionChallenges = challenges
         if let refusal = configuration.backgroundRefusal {
             // Its tasks fail with the reason when resumed (Session.background throws it).
             background = nil
@@ -67,13 +71,18 @@ public final class Session: Sendable {
             background = nil
             runner = Self.inProcessRunner(configuration, logger: logger)
         }
+        challenges?.serve(self)
     }
 
-    /// The engine for an in-process session. Only an unreadable trust file can fail: say so and
-    /// use the system store; should even that fail, every task fails with the reason.
+    /// The engine for an in-process session. A client identity that cannot be read fails every
+    /// task with the reason (presenting none would hide the mistake). Any other TLS setup
+    /// failure: say so and use the system store; should even that fail, every task fails.
     private static func inProcessRunner(_ configuration: Configuration, logger: Logger) -> any TaskRunner {
         do {
             return InProcessRunner(engine: try TransferEngine(configuration: configuration.engineConfiguration, logger: logger))
+        } catch let error as FerryError {
+            logger.error("the client identity cannot be read: every task fails", metadata: ["error": "\(error)"])
+            return UnavailableRunner(error: error)
         } catch {
             logger.error("TLS configuration failed, using the system trust store only", metadata: ["error": "\(error)"])
         }
@@ -277,6 +286,7 @@ public final class Session: Sendable {
             resumableUpload: configuration.resumableUploads)
         transfer.cookies = configuration.cookieJar
         transfer.credentials = configuration.urlCredentialStorage
+        transfer.connectionChallenges = connectionChallenges
         transfer.proxies = proxies
         transfer.cache = configuration.urlCache
         transfer.cacheUse = request.cacheUse ?? configuration.requestCachePolicy

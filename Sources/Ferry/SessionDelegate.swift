@@ -39,6 +39,13 @@ public protocol SessionDelegate: AnyObject, Sendable {
     func session(_ session: Session, task: SessionTask, willPerformHTTPRedirection response: Response, newRequest request: Request) async -> Request?
     /// A `401` asks for credentials (HTTP Basic or Digest); `.performDefaultHandling` by default.
     func session(_ session: Session, task: SessionTask, didReceive challenge: AuthenticationChallenge) async -> ChallengeAnswer
+    /// A question about a TLS connection of the session: a server asked for a client
+    /// certificate, or (when ``evaluatesServerTrust``) a host's certificates before the
+    /// session's first request to it. `.performDefaultHandling` by default.
+    func session(_ session: Session, didReceive challenge: ConnectionChallenge) async -> ConnectionChallengeAnswer
+    /// true: each HTTPS host's certificates are shown to `session(_:didReceive:)` (one TLS
+    /// handshake of its own per host and session). false by default.
+    var evaluatesServerTrust: Bool { get }
     /// The task ended: `error` is nil on success (whatever the HTTP status).
     /// The task's requests, timed: called once, just before `didCompleteWithError`.
     func session(_ session: Session, task: SessionTask, didFinishCollecting metrics: TaskMetrics) async
@@ -63,6 +70,8 @@ extension SessionDelegate {
     public func session(_ session: Session, downloadTask: DownloadTask, didFinishDownloadingTo location: URL) async {}
     public func session(_ session: Session, task: SessionTask, willPerformHTTPRedirection response: Response, newRequest request: Request) async -> Request? { request }
     public func session(_ session: Session, task: SessionTask, didReceive challenge: AuthenticationChallenge) async -> ChallengeAnswer { .performDefaultHandling }
+    public func session(_ session: Session, didReceive challenge: ConnectionChallenge) async -> ConnectionChallengeAnswer { .performDefaultHandling }
+    public var evaluatesServerTrust: Bool { false }
     public func session(_ session: Session, task: SessionTask, didFinishCollecting metrics: TaskMetrics) async {}
     public func session(_ session: Session, task: SessionTask, didCompleteWithError error: FerryError?) async {}
     public func session(_ session: Session, taskIsWaitingForConnectivity task: SessionTask) async {}

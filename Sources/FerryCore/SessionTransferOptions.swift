@@ -1,6 +1,7 @@
 /// What a background session's configuration says about how its transfers are made, carried
 /// to ferryd with ``NetworkAccess`` when its owner attaches, so that a task runs in ferryd as
-/// it would in the app: the extra certificate authorities, HTTP/2, resumable uploads, proxies.
+/// it would in the app: the extra certificate authorities, HTTP/2, resumable uploads, proxies,
+/// the client certificate.
 ///
 /// ```swift
 /// var options = SessionTransferOptions()
@@ -19,15 +20,19 @@ public struct SessionTransferOptions: Hashable, Sendable, Codable {
     /// The proxies the app's configuration resolved (its own, or its environment's); nil: direct.
     /// A proxy password is kept in ferryd's store with the session.
     public var proxies: ProxySettings?
+    /// The certificate and key presented when a server asks for one (absolute paths, readable
+    /// by the user's ferryd); its passphrase is kept in ferryd's store with the session.
+    public var clientIdentity: ClientIdentity?
 
     public init(
         additionalTrustedCertificateFiles: [String] = [], allowsHTTP2: Bool = true, usesResumableUploads: Bool = true,
-        proxies: ProxySettings? = nil
+        proxies: ProxySettings? = nil, clientIdentity: ClientIdentity? = nil
     ) {
         self.additionalTrustedCertificateFiles = additionalTrustedCertificateFiles
         self.allowsHTTP2 = allowsHTTP2
         self.usesResumableUploads = usesResumableUploads
         self.proxies = proxies
+        self.clientIdentity = clientIdentity
     }
 
     /// What a session that never said otherwise gets.
@@ -40,5 +45,6 @@ public struct SessionTransferOptions: Hashable, Sendable, Codable {
         allowsHTTP2 = try container.decodeIfPresent(Bool.self, forKey: .allowsHTTP2) ?? true
         usesResumableUploads = try container.decodeIfPresent(Bool.self, forKey: .usesResumableUploads) ?? true
         proxies = try container.decodeIfPresent(ProxySettings.self, forKey: .proxies)
+        clientIdentity = try container.decodeIfPresent(ClientIdentity.self, forKey: .clientIdentity)
     }
 }

@@ -263,6 +263,7 @@ extension Daemon {
         transfer.additionalTrustedCertificateFiles = session.transferOptions.additionalTrustedCertificateFiles
         transfer.allowsHTTP2 = session.transferOptions.allowsHTTP2
         transfer.proxies = session.transferOptions.proxies
+        transfer.clientIdentity = session.transferOptions.clientIdentity
         if let location = record.uploadResourceURL.flatMap(URL.init(string:)), let version = record.uploadInteropVersion {
             transfer.resumeUpload = ResumableUploadPoint(location: location, interopVersion: version)
         }

@@ -40,10 +40,13 @@ public struct ProtectionSpace: Hashable, Sendable {
     }
 }
 
-/// The HTTP authentication schemes the engine answers.
+/// The HTTP authentication schemes the engine answers, and the two questions about a TLS
+/// connection (``ConnectionChallenge``).
 public enum AuthenticationMethod: String, Hashable, Sendable {
     case httpBasic
     case httpDigest
+    case serverTrust
+    case clientCertificate
 }
 
 /// A user name and password.

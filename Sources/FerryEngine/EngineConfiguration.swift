@@ -1,4 +1,4 @@
-import FerryCore
+public import FerryCore
 public import Foundation
 
 /// Settings shared by every transfer of one ``TransferEngine`` (one connection pool).
@@ -13,6 +13,8 @@ public struct EngineConfiguration: Sendable, Hashable {
     public var allowsHTTP2: Bool = true
     /// PEM files of certificate authorities to trust besides the system's store.
     public var additionalTrustedCertificateFiles: [String] = []
+    /// The certificate and key presented to servers that ask for one.
+    public var clientIdentity: ClientIdentity?
     /// Resumable-upload interop versions offered, newest first. The probe starts with the
     /// first; a server that names another one from this list is answered in it.
     public var resumableUploadVersions: [Int] = [8, 6, 5, 3]

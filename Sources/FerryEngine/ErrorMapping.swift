@@ -76,6 +76,9 @@ extension FerryError {
         if error is HTTPParserError || error is NIOHTTPDecoderError {
             return FerryError(.badServerResponse, "the server's response is not valid HTTP", url: url, underlying: error)
         }
+        if error is ClientCertificateChallengeCancelled {
+            return FerryError(.userCancelledAuthentication, "the delegate cancelled the server's request for a client certificate", url: url, underlying: error)
+        }
         if let error = error as? NIOSSLError {
             return tlsFailure(error, url: url)
         }
@@ -100,7 +103,15 @@ extension FerryError {
         case .unableToValidateCertificate, .noCertificateToValidate, .cannotMatchULabel:
             untrusted = true
         case .handshakeFailed(.sslError(let stack)):
-            untrusted = stack.contains { "\($0)".contains("CERTIFICATE_VERIFY_FAILED") }
+            let reasons = stack.map { "\($0)" }
+            untrusted = reasons.contains { $0.contains("CERTIFICATE_VERIFY_FAILED") }
+            // The server's alerts about the client's certificate: none sent, or one refused.
+            if reasons.contains(where: { $0.contains("ALERT_CERTIFICATE_REQUIRED") }) {
+                return FerryError(.clientCertificateRequired, "the server asks for a client certificate", url: url, underlying: error)
+            }
+            if reasons.contains(where: { $0.contains("ALERT_BAD_CERTIFICATE") || $0.contains("ALERT_UNKNOWN_CA") || $0.contains("ALERT_CERTIFICATE_UNKNOWN") }) {
+                return FerryError(.clientCertificateRejected, "the server refused the client certificate", url: url, underlying: error)
+            }
         default:
             untrusted = false
         }

@@ -52,6 +52,10 @@ public struct FerryError: Error, Sendable, CustomStringConvertible {
         public static let secureConnectionFailed = Code("secureConnectionFailed")
         /// The server's certificate is not trusted.
         public static let serverCertificateUntrusted = Code("serverCertificateUntrusted")
+        /// The server asked for a client certificate and none was presented.
+        public static let clientCertificateRequired = Code("clientCertificateRequired")
+        /// The server refused the client certificate presented.
+        public static let clientCertificateRejected = Code("clientCertificateRejected")
         /// The upload source file does not exist.
         public static let fileDoesNotExist = Code("fileDoesNotExist")
         /// A file could not be read.

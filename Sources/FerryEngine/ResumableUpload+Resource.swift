@@ -69,7 +69,7 @@ extension TransferEngine {
     func askAboutUpload(
         _ method: HTTPMethod, at url: URL, version: ResumableUploadVersion, state: inout AttemptState, timeout: TimeAmount
     ) async throws -> HTTPClientResponse {
-        var request = clientRequest(to: url, for: state.transfer)
+        var request = try clientRequest(to: url, for: state.transfer)
         request.method = method
         request.headers.addFields(of: state.request, for: url)
         request.headers.add(name: "Upload-Draft-Interop-Version", value: "\(version.rawValue)")

@@ -225,7 +225,7 @@ extension TransferEngine {
         state: inout AttemptState, observer: any TransferObserver, progress: TransferProgress
     ) async throws -> AppendOutcome {
         let request = state.request
-        var append = clientRequest(to: resource.location, for: state.transfer)
+        var append = try clientRequest(to: resource.location, for: state.transfer)
         append.method = .PATCH
         append.headers.addFields(of: request, for: resource.location)
         append.headers.add(name: "Upload-Draft-Interop-Version", value: "\(resource.version.rawValue)")
@@ -285,7 +285,7 @@ extension TransferEngine {
         _ request: Request, version: ResumableUploadVersion, total: Int64, limits: UploadLimits,
         state: inout AttemptState, observer: any TransferObserver, progress: TransferProgress
     ) async throws -> Creation {
-        var creation = clientRequest(to: request.url, for: state.transfer)
+        var creation = try clientRequest(to: request.url, for: state.transfer)
         creation.method = HTTPMethod(rawValue: request.method.uppercased())
         for field in request.headers { creation.headers.add(name: field.name, value: field.value) }
         creation.headers.add(name: "Upload-Draft-Interop-Version", value: "\(version.rawValue)")

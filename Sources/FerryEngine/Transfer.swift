@@ -22,6 +22,12 @@ public struct Transfer: Sendable {
     /// PEM files of certificate authorities this transfer trusts besides the system's and the
     /// engine's (a background session's own, carried by ferryd's single engine).
     public var additionalTrustedCertificateFiles: [String] = []
+    /// The certificate and key presented to servers that ask for one, instead of the engine's
+    /// (a background session's own).
+    public var clientIdentity: ClientIdentity?
+    /// Answers the questions about connections (server trust, client certificates) for the
+    /// transfer's session; nil: the standard rules and the identity above.
+    public var connectionChallenges: (any ConnectionChallengeHandler)?
     /// false: HTTP/1.1 even where the engine offers HTTP/2 (a background session's own `allowsHTTP2`).
     public var allowsHTTP2 = true
     /// Cookies sent with every request of the transfer and stored from every response

@@ -16,6 +16,7 @@ extension TransferEngine {
         while true {
             let request = state.request
             let host = request.url.host ?? ""
+            try await evaluateServerTrust(for: request.url, transfer: state.transfer)
             if let upload = state.transfer.upload, state.transfer.resumableUpload == .automatic,
                 try await shouldUseResumableUpload(upload, request: request, state: &state)
             {
@@ -142,14 +143,13 @@ extension TransferEngine {
     }
 
     /// An AsyncHTTPClient request to `url` for `transfer`: with a TLS configuration of its own
-    /// when the transfer trusts more authorities than the engine (AsyncHTTPClient keeps the
-    /// connections of each configuration apart). Every request of a transfer is made here.
-    func clientRequest(to url: URL, for transfer: Transfer) -> HTTPClientRequest {
+    /// when the transfer's differs from the engine's (``tlsConfiguration(for:transfer:)``;
+    /// AsyncHTTPClient keeps the connections of each configuration apart). Every request of a
+    /// transfer is made here.
+    func clientRequest(to url: URL, for transfer: Transfer) throws -> HTTPClientRequest {
         var outgoing = HTTPClientRequest(url: url.absoluteString)
-        if !transfer.additionalTrustedCertificateFiles.isEmpty {
-            var tls = TLSConfiguration.makeClientConfiguration()
-            tls.additionalTrustRoots = (configuration.additionalTrustedCertificateFiles + transfer.additionalTrustedCertificateFiles).map { .file($0) }
-            outgoing.tlsConfiguration = tls
+        if url.scheme?.lowercased() == "https" {
+            outgoing.tlsConfiguration = try tlsConfiguration(for: url, transfer: transfer)
         }
         return outgoing
     }
@@ -158,7 +158,7 @@ extension TransferEngine {
     func makeClientRequest(
         _ request: Request, upload: UploadBody?, from offset: Int64 = 0, for transfer: Transfer, progress: TransferProgress
     ) throws -> HTTPClientRequest {
-        var outgoing = clientRequest(to: request.url, for: transfer)
+        var outgoing = try clientRequest(to: request.url, for: transfer)
         outgoing.method = HTTPMethod(rawValue: request.method.uppercased())
         for field in request.headers { outgoing.headers.add(name: field.name, value: field.value) }
         if let cookie = transfer.cookieHeader(for: request) { outgoing.headers.add(name: "Cookie", value: cookie) }

@@ -39,6 +39,7 @@ public final class TransferEngine: Sendable {
     let sleeper: any Sleeper
     let logger: Logger
     let resumableSupport = ResumableSupportCache()
+    let tls = TLSState()
 
     public init(
         configuration: EngineConfiguration,
@@ -50,10 +51,15 @@ public final class TransferEngine: Sendable {
         self.logger = logger
         self.limiter = HostLimiter(limit: configuration.maximumConnectionsPerHost)
 
-        var tls = TLSConfiguration.makeClientConfiguration()
-        tls.additionalTrustRoots = configuration.additionalTrustedCertificateFiles.map { .file($0) }
+        var tlsConfiguration = TLSConfiguration.makeClientConfiguration()
+        tlsConfiguration.additionalTrustRoots = configuration.additionalTrustedCertificateFiles.map { .file($0) }
+        if let identity = configuration.clientIdentity {
+            let loaded = try tls.load(identity, url: URL(fileURLWithPath: identity.files[0]))
+            tlsConfiguration.certificateChain = loaded.chain.map { .certificate($0) }
+            tlsConfiguration.privateKey = .privateKey(loaded.key)
+        }
         var clientConfiguration = HTTPClient.Configuration(
-            tlsConfiguration: tls,
+            tlsConfiguration: tlsConfiguration,
             redirectConfiguration: .disallow,  // followed here, so a delegate can refuse one
             timeout: .init(connect: .seconds(Int64(min(configuration.idleTimeout, 60).rounded(.up)))),
             connectionPool: .init(

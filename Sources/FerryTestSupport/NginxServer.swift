@@ -34,18 +34,28 @@ public final class NginxServer: Sendable {
     public let root: URL
     /// The PEM certificate (self-signed, its own CA) to trust for `httpsBaseURL`.
     public let caCertificatePEMPath: String?
+    /// The TLS port that asks every client for a certificate issued by ``clientIdentity``'s
+    /// authority (`ssl_verify_client on`) when started with `mutualTLS: true`. Every path
+    /// answers `200` with the certificate's subject; a client without one gets nginx's `400`.
+    public let mutualTLSPort: Int?
+    /// The client certificate `mutualTLSPort` accepts.
+    public let clientIdentity: TestClientIdentity?
     private let process: Mutex<Process?>
 
     /// `http://127.0.0.1:PORT`.
     public var baseURL: String { "http://127.0.0.1:\(port)" }
     /// `https://127.0.0.1:TLSPORT` when started with `tls: true`.
     public var httpsBaseURL: String? { httpsPort.map { "https://127.0.0.1:\($0)" } }
+    /// `https://127.0.0.1:MTLSPORT` when started with `mutualTLS: true`.
+    public var mutualTLSBaseURL: String? { mutualTLSPort.map { "https://127.0.0.1:\($0)" } }
     /// Where `PUT /upload/<path>` stores files: `root/upload`.
     public var uploadDirectory: URL { root.appendingPathComponent("upload", isDirectory: true) }
 
-    private init(port: Int, httpsPort: Int?, prefix: URL, cert: String?, process: Process) {
+    private init(port: Int, httpsPort: Int?, mutualTLSPort: Int?, clientIdentity: TestClientIdentity?, prefix: URL, cert: String?, process: Process) {
         self.port = port
         self.httpsPort = httpsPort
+        self.mutualTLSPort = mutualTLSPort
+        self.clientIdentity = clientIdentity
         self.prefix = prefix
         self.root = prefix.appendingPathComponent("html", isDirectory: true)
         self.caCertificatePEMPath = cert
@@ -53,13 +63,15 @@ public final class NginxServer: Sendable {
     }
 
     /// Starts nginx; with `tls`, also a TLS listener (self-signed certificate made by
-    /// `openssl` now) that speaks HTTP/2. Waits (at most ~10 s) until the ports accept.
+    /// `openssl` now) that speaks HTTP/2; with `mutualTLS`, also one that asks for a client
+    /// certificate (``mutualTLSPort``). Waits (at most ~10 s) until the ports accept.
     ///
     /// ```swift
     /// let nginx = try await NginxServer.start(tls: true)
     /// // curl --cacert \(nginx.caCertificatePEMPath!) \(nginx.httpsBaseURL!)/file
     /// ```
-    public static func start(tls: Bool = false) async throws -> NginxServer {
+    public static func start(tls: Bool = false, mutualTLS: Bool = false) async throws -> NginxServer {
+        let tls = tls || mutualTLS
         guard let nginx = findExecutable("nginx", in: ["/usr/sbin", "/usr/local/sbin", "/usr/bin", "/usr/local/bin"])
         else {
             throw TestServerError("nginx is not installed: run scripts/install-deps (Debian package nginx-light)")
@@ -76,13 +88,15 @@ public final class NginxServer: Sendable {
         }
         var cert: String?
         if tls { cert = try makeCertificate(in: prefix) }
+        let clientIdentity = mutualTLS ? try TestClientIdentity.make(in: prefix) : nil
 
         var lastError = ""
         // Bounded: a port can be taken between choosing and binding it; try a few.
         for _ in 0..<3 {
             let port = try freePort()
             let tlsPort = tls ? try freePort() : nil
-            let config = configuration(prefix: prefix.path, port: port, tlsPort: tlsPort)
+            let mutualPort = mutualTLS ? try freePort() : nil
+            let config = configuration(prefix: prefix.path, port: port, tlsPort: tlsPort, mutualTLSPort: mutualPort, clientAuthority: clientIdentity?.authorityPEM)
             try config.write(to: prefix.appendingPathComponent("nginx.conf"), atomically: true, encoding: .utf8)
             let process = Process()
             process.executableURL = URL(fileURLWithPath: nginx)
@@ -101,8 +115,9 @@ public final class NginxServer: Sendable {
             // Bounded wait: 200 polls of 50 ms.
             for _ in 0..<200 {
                 if !process.isRunning { break }
-                if canConnect(port: port) && (tlsPort.map(canConnect(port:)) ?? true) {
-                    return NginxServer(port: port, httpsPort: tlsPort, prefix: prefix, cert: cert, process: process)
+                if canConnect(port: port) && (tlsPort.map(canConnect(port:)) ?? true) && (mutualPort.map(canConnect(port:)) ?? true) {
+                    return NginxServer(
+                        port: port, httpsPort: tlsPort, mutualTLSPort: mutualPort, clientIdentity: clientIdentity, prefix: prefix, cert: cert, process: process)
                 }
                 try await Task.sleep(for: .milliseconds(50))
             }
@@ -115,6 +130,19 @@ public final class NginxServer: Sendable {
         }
         try? fm.removeItem(at: prefix)
         throw TestServerError("nginx did not start on 127.0.0.1:\n\(lastError)")
+    }
+
+    /// Starts nginx for `body` and stops it afterwards, whatever happens.
+    public static func running<T>(tls: Bool = false, mutualTLS: Bool = false, _ body: (NginxServer) async throws -> T) async throws -> T {
+        let nginx = try await start(tls: tls, mutualTLS: mutualTLS)
+        do {
+            let value = try await body(nginx)
+            try await nginx.stop()
+            return value
+        } catch {
+            try? await nginx.stop()
+            throw error
+        }
     }
 
     /// Sends SIGTERM, waits (at most 5 s), then SIGKILL; removes the prefix directory.
@@ -145,8 +173,24 @@ public final class NginxServer: Sendable {
         (try? String(contentsOf: prefix.appendingPathComponent("logs/error.log"), encoding: .utf8)) ?? ""
     }
 
-    static func configuration(prefix: String, port: Int, tlsPort: Int?) -> String {
+    static func configuration(prefix: String, port: Int, tlsPort: Int?, mutualTLSPort: Int? = nil, clientAuthority: String? = nil) -> String {
         let user = getuid() == 0 ? "user root root;\n" : ""
+        var mutualServer = ""
+        if let mutualTLSPort, let clientAuthority {
+            mutualServer = """
+                    server {
+                        listen 127.0.0.1:\(mutualTLSPort) ssl;
+                        ssl_certificate \(prefix)/cert.pem;
+                        ssl_certificate_key \(prefix)/key.pem;
+                        ssl_protocols TLSv1.2 TLSv1.3;
+                        ssl_client_certificate \(clientAuthority);
+                        ssl_verify_client on;
+                        default_type text/plain;
+                        location / { return 200 "$ssl_client_s_dn\\n"; }
+                    }
+
+            """
+        }
         var tlsServer = ""
         if let tlsPort {
             tlsServer = """
@@ -192,29 +236,17 @@ public final class NginxServer: Sendable {
                         client_max_body_size 0;
                     }
                 }
-            }
+            \(mutualServer)}
 
             """
     }
 
     private static func makeCertificate(in prefix: URL) throws -> String {
-        guard let openssl = findExecutable("openssl", in: ["/usr/bin", "/usr/local/bin"]) else {
-            throw TestServerError("openssl is not installed: run scripts/install-deps")
-        }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: openssl)
-        process.arguments = [
+        try runOpenSSL([
             "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
             "-keyout", prefix.path + "/key.pem", "-out", prefix.path + "/cert.pem",
             "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
-        ]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw TestServerError("openssl could not make a self-signed certificate (status \(process.terminationStatus))")
-        }
+        ])
         return prefix.path + "/cert.pem"
     }
 }

@@ -44,4 +44,9 @@ public enum TestFiles {
     public static func sha256Hex(_ data: Data) -> String {
         SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
     }
+
+    /// Base64 SHA-256 of bytes in memory (the form of public-key pins).
+    public static func sha256Base64(of data: Data) -> String {
+        Data(SHA256.hash(data: data)).base64EncodedString()
+    }
 }

@@ -13,7 +13,7 @@ struct BackgroundConfigurationTests {
     /// (trust roots, HTTP/2 off, resumable uploads, proxies), BackgroundNetworkTests and NetworkTests (the
     /// network five), FerryDaemonTests (the per-host limit), AppLaunchTests (launch events off).
     static let carriedWithTheSession: Set = [
-        "httpMaximumConnectionsPerHost", "allowsHTTP2", "resumableUploads", "additionalTrustedCertificateFiles", "proxies",
+        "httpMaximumConnectionsPerHost", "allowsHTTP2", "resumableUploads", "additionalTrustedCertificateFiles", "clientIdentity", "proxies",
         "waitsForConnectivity", "allowsExpensiveNetworkAccess", "allowsConstrainedNetworkAccess", "allowsCellularAccess", "isDiscretionary",
         "sessionSendsLaunchEvents",
     ]

@@ -4,8 +4,8 @@ import Foundation
 import Testing
 
 /// A background session's configuration, carried to ferryd: a server with a private
-/// certificate authority (trusted for that session only), HTTP/2 or not, resumable uploads or
-/// not, a proxy.
+/// certificate authority (trusted for that session only), a client certificate, HTTP/2 or not,
+/// resumable uploads or not, a proxy.
 @Suite("Background sessions carry their configuration", .serialized)
 struct BackgroundTrustTests {
     @Test("additionalTrustedCertificateFiles reach ferryd: the HTTPS download completes; a session without them gets serverCertificateUntrusted")
@@ -52,6 +52,31 @@ struct BackgroundTrustTests {
         } catch {
             try? await nginx.stop()
             throw error
+        }
+    }
+
+    @Test("clientIdentity reaches ferryd: a server that asks for a certificate answers with its subject; a session without one gets the server's 400")
+    func clientIdentity() async throws {
+        try await NginxServer.running(mutualTLS: true) { nginx in
+            let daemon = try await DaemonHarness.start()
+            defer { daemon.stop() }
+            let identity = try #require(nginx.clientIdentity)
+            let url = URL(string: try #require(nginx.mutualTLSBaseURL) + "/whoami")!
+            for (name, presented) in [("bg.identity", ClientIdentity.pkcs12(file: identity.pkcs12, passphrase: identity.passphrase)), ("bg.anonymous", nil)] {
+                var configuration = daemon.configuration(name)
+                configuration.additionalTrustedCertificateFiles = [try #require(nginx.caCertificatePEMPath)]
+                configuration.clientIdentity = presented
+                let delegate = RecordingDelegate()
+                let session = try Session.background(configuration, delegate: delegate)
+                session.dataTask(with: Request(url: url)).resume()
+                #expect(succeeded(await delegate.nextCompletion()), "\(name)")
+                if presented != nil {
+                    #expect(String(decoding: delegate.data, as: UTF8.self) == identity.subject + "\n", "\(name): \(delegate.log)")
+                } else {
+                    #expect(delegate.log.contains("response 400"), "\(name): nginx's 400 without a certificate: \(delegate.log)")
+                }
+                session.finishTasksAndInvalidate()
+            }
         }
     }
 

@@ -8,15 +8,7 @@ import Testing
 @Suite("Against nginx")
 struct NginxTests {
     func withNginx<T>(tls: Bool = false, _ body: (NginxServer) async throws -> T) async throws -> T {
-        let nginx = try await NginxServer.start(tls: tls)
-        do {
-            let value = try await body(nginx)
-            try await nginx.stop()
-            return value
-        } catch {
-            try? await nginx.stop()
-            throw error
-        }
+        try await NginxServer.running(tls: tls, body)
     }
 
     @Test("a static file downloads byte-exact")

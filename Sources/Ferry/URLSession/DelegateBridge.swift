@@ -10,6 +10,11 @@ final class DelegateBridge: SessionDelegate {
     /// The URLSession, held until the session is invalidated. Calls wait for it: a background
     /// session starts delivering ferryd's stored events while `URLSession.init` is still running.
     let owner = OwnerGate()
+    /// Whether the URLSession's delegate judges server trust: assumed until its answer comes
+    /// from the protocol's default (the method is not implemented), then no host is probed.
+    private let judgesServerTrust = NIOLockedValueBox(true)
+
+    var evaluatesServerTrust: Bool { judgesServerTrust.withLockedValue { $0 } }
 
     /// The session, the view of `task`, and the delegate to call: the task's own if it has
     /// one of the kind `P`, else the session's.
@@ -31,10 +36,17 @@ final class DelegateBridge: SessionDelegate {
         _ work: @escaping @Sendable (URLSession, URLSessionTask, P, @escaping @Sendable (Answer) -> Void) -> Void
     ) async -> Answer {
         guard let (urlSession, view, delegate) = await target(task, kind) else { return otherwise }
-        return await withCheckedContinuation { continuation in
+        return await Self.answer(on: urlSession.delegateQueue) { answer in work(urlSession, view, delegate, answer) }
+    }
+
+    /// Runs `work` on `queue` and waits for the answer it gives its completion handler.
+    private static func answer<Answer: Sendable>(
+        on queue: OperationQueue, _ work: @escaping @Sendable (@escaping @Sendable (Answer) -> Void) -> Void
+    ) async -> Answer {
+        await withCheckedContinuation { continuation in
             let answered = NIOLockedValueBox(false)
-            urlSession.delegateQueue.addOperation {
-                work(urlSession, view, delegate) { answer in
+            queue.addOperation {
+                work { answer in
                     // A completion handler called twice is the app's bug; the first answer counts.
                     guard !answered.withLockedValue({ done in defer { done = true }; return done }) else { return }
                     continuation.resume(returning: answer)
@@ -96,6 +108,21 @@ final class DelegateBridge: SessionDelegate {
             d.urlSession(s, task: view, didReceive: URLAuthenticationChallenge(challenge)) { disposition, credential in
                 answer(ChallengeAnswer(disposition, credential))
             }
+        }
+        return answer
+    }
+
+    func session(_ session: Session, didReceive challenge: ConnectionChallenge) async -> ConnectionChallengeAnswer {
+        guard let urlSession = await owner.current(), let delegate = urlSession.delegate else { return .performDefaultHandling }
+        let asked = URLAuthenticationChallenge(challenge)
+        let method = challenge.protectionSpace.method
+        let answer = await Self.answer(on: urlSession.delegateQueue) { answer in
+            delegate.urlSession(urlSession, didReceive: asked) { disposition, credential in
+                answer(ConnectionChallengeAnswer(disposition, credential, method: method))
+            }
+        }
+        if challenge.protectionSpace.method == .serverTrust, asked.answeredByDefault.withLock({ $0 }) {
+            judgesServerTrust.withLockedValue { $0 = false }
         }
         return answer
     }

@@ -1,11 +1,14 @@
+public import FerryCore
 public import FerryEngine
-import Foundation
+public import Foundation
 import Synchronization
 
-/// URLSession's authentication types, for HTTP Basic and Digest. A `401` asks the task's
+/// URLSession's authentication types. A `401` offering HTTP Basic or Digest asks the task's
 /// delegate (`urlSession(_:task:didReceive:completionHandler:)`); default handling uses the
 /// session's ``URLCredentialStorage`` default for the protection space, then the URL's own
-/// user and password, once.
+/// user and password, once. Questions about a TLS connection (a server asking for a client
+/// certificate; each host's certificates, when the delegate answers them) ask the session's
+/// delegate (`urlSession(_:didReceive:completionHandler:)`).
 ///
 /// ```swift
 /// func urlSession(_ session: URLSession, task: URLSessionTask, didReceive challenge: URLAuthenticationChallenge,
@@ -28,11 +31,41 @@ public final class URLCredential: Sendable, Hashable {
     public let password: String?
     public let persistence: Persistence
     public var hasPassword: Bool { password != nil }
+    /// The client certificate and key (the platform's `SecIdentity`).
+    public let identity: ClientIdentity?
+    /// More certificates to send with the identity's (DER); Ferry sends the identity's chain.
+    public let certificates: [Data]
+    /// The server trust this credential accepts (`init(trust:)`).
+    let trust: ServerTrust?
 
     public init(user: String, password: String, persistence: Persistence) {
         self.user = user
         self.password = password
         self.persistence = persistence
+        identity = nil
+        certificates = []
+        trust = nil
+    }
+
+    /// A client certificate: answers a `NSURLAuthenticationMethodClientCertificate` challenge.
+    /// The platform takes a `SecIdentity`; Ferry names the files (PEM or PKCS#12).
+    public init(identity: ClientIdentity, certificates: [Data]? = nil, persistence: Persistence) {
+        user = nil
+        password = nil
+        self.persistence = persistence
+        self.identity = identity
+        self.certificates = certificates ?? []
+        trust = nil
+    }
+
+    /// Accepts a server's certificates: answers a `NSURLAuthenticationMethodServerTrust` challenge.
+    public init(trust: ServerTrust) {
+        user = nil
+        password = nil
+        persistence = .forSession
+        identity = nil
+        certificates = []
+        self.trust = trust
     }
 
     /// The engine's credential: kept in the session's storage once accepted unless `.none`.
@@ -40,6 +73,7 @@ public final class URLCredential: Sendable, Hashable {
 
     public static func == (lhs: URLCredential, rhs: URLCredential) -> Bool {
         lhs.user == rhs.user && lhs.password == rhs.password && lhs.persistence == rhs.persistence
+            && lhs.identity == rhs.identity && lhs.trust == rhs.trust
     }
     public func hash(into hasher: inout Hasher) { hasher.combine(user) }
 }
@@ -48,8 +82,10 @@ public final class URLCredential: Sendable, Hashable {
 public let NSURLAuthenticationMethodDefault = "NSURLAuthenticationMethodDefault"
 public let NSURLAuthenticationMethodHTTPBasic = "NSURLAuthenticationMethodHTTPBasic"
 public let NSURLAuthenticationMethodHTTPDigest = "NSURLAuthenticationMethodHTTPDigest"
-/// Never asked on Ferry yet: server trust and client certificates are not delegate calls (docs/porting.md).
+/// Asked of the session's delegate for each HTTPS host, before its first request, when the
+/// delegate answers it (docs/porting.md).
 public let NSURLAuthenticationMethodServerTrust = "NSURLAuthenticationMethodServerTrust"
+/// Asked of the session's delegate when a server asks for a client certificate.
 public let NSURLAuthenticationMethodClientCertificate = "NSURLAuthenticationMethodClientCertificate"
 
 /// A realm on a server: host, port, protocol, realm and authentication method.
@@ -60,6 +96,10 @@ public final class URLProtectionSpace: Sendable, Hashable {
     public let realm: String?
     public let authenticationMethod: String
     public var receivesCredentialSecurely: Bool { `protocol` == "https" || authenticationMethod == NSURLAuthenticationMethodHTTPDigest }
+    /// A server-trust challenge's certificates and standard verdict (the platform's `SecTrust`).
+    public let serverTrust: ServerTrust?
+    /// The authorities a server accepts client certificates from: not known on Ferry (nil).
+    public var distinguishedNames: [Data]? { nil }
 
     public init(host: String, port: Int, protocol: String?, realm: String?, authenticationMethod: String?) {
         self.host = host.lowercased()
@@ -67,17 +107,31 @@ public final class URLProtectionSpace: Sendable, Hashable {
         self.protocol = `protocol`?.lowercased()
         self.realm = realm
         self.authenticationMethod = authenticationMethod ?? NSURLAuthenticationMethodDefault
+        serverTrust = nil
     }
 
-    convenience init(_ space: ProtectionSpace) {
-        self.init(
-            host: space.host, port: space.port, protocol: space.scheme, realm: space.realm,
-            authenticationMethod: space.method == .httpDigest ? NSURLAuthenticationMethodHTTPDigest : NSURLAuthenticationMethodHTTPBasic)
+    init(_ space: ProtectionSpace, serverTrust: ServerTrust? = nil) {
+        host = space.host
+        port = space.port
+        `protocol` = space.scheme
+        realm = space.realm
+        authenticationMethod = Self.name(of: space.method)
+        self.serverTrust = serverTrust
+    }
+
+    /// The platform's name of an authentication method.
+    static func name(of method: AuthenticationMethod) -> String {
+        switch method {
+        case .httpBasic: NSURLAuthenticationMethodHTTPBasic
+        case .httpDigest: NSURLAuthenticationMethodHTTPDigest
+        case .serverTrust: NSURLAuthenticationMethodServerTrust
+        case .clientCertificate: NSURLAuthenticationMethodClientCertificate
+        }
     }
 
     /// Whether a credential kept for this space answers `space` (the default method matches both).
     func covers(_ space: ProtectionSpace) -> Bool {
-        let method = space.method == .httpDigest ? NSURLAuthenticationMethodHTTPDigest : NSURLAuthenticationMethodHTTPBasic
+        let method = Self.name(of: space.method)
         return host == space.host && port == space.port && (`protocol` == nil || `protocol` == space.scheme)
             && realm == space.realm && (authenticationMethod == NSURLAuthenticationMethodDefault || authenticationMethod == method)
     }
@@ -93,7 +147,7 @@ public final class URLProtectionSpace: Sendable, Hashable {
     }
 }
 
-/// A server's demand for credentials, as the delegate gets it.
+/// A server's demand for credentials, or a question about a connection, as the delegate gets it.
 public final class URLAuthenticationChallenge: Sendable {
     public let protectionSpace: URLProtectionSpace
     /// The session's default credential for the space, or the URL's, if any.
@@ -103,12 +157,21 @@ public final class URLAuthenticationChallenge: Sendable {
     /// The `401` response.
     public let failureResponse: URLResponse?
     public var error: Error? { nil }
+    /// Set by the protocol's default answer: the delegate does not implement the method.
+    let answeredByDefault = Mutex(false)
 
     init(_ challenge: AuthenticationChallenge) {
         protectionSpace = URLProtectionSpace(challenge.protectionSpace)
         proposedCredential = challenge.proposedCredential.map { URLCredential(user: $0.user, password: $0.password, persistence: .none) }
         previousFailureCount = challenge.previousFailureCount
         failureResponse = HTTPURLResponse(challenge.failureResponse)
+    }
+
+    init(_ challenge: ConnectionChallenge) {
+        protectionSpace = URLProtectionSpace(challenge.protectionSpace, serverTrust: challenge.serverTrust)
+        proposedCredential = nil
+        previousFailureCount = 0
+        failureResponse = nil
     }
 }
 
@@ -122,6 +185,26 @@ extension URLSession {
     }
 }
 
+extension ConnectionChallengeAnswer {
+    /// The engine's answer for a delegate's disposition: `.useCredential` with an identity
+    /// presents it; with any credential, on a server-trust challenge, trusts the server.
+    init(_ disposition: URLSession.AuthChallengeDisposition, _ credential: URLCredential?, method: AuthenticationMethod) {
+        switch disposition {
+        case .useCredential:
+            if let identity = credential?.identity {
+                self = .useIdentity(identity)
+            } else if method == .serverTrust, credential != nil {
+                self = .trustServer
+            } else {
+                self = .performDefaultHandling
+            }
+        case .performDefaultHandling: self = .performDefaultHandling
+        case .cancelAuthenticationChallenge: self = .cancel
+        case .rejectProtectionSpace: self = .rejectProtectionSpace
+        }
+    }
+}
+
 extension ChallengeAnswer {
     /// The engine's answer for a delegate's disposition (`.useCredential` without a credential is default handling).
     init(_ disposition: URLSession.AuthChallengeDisposition, _ credential: URLCredential?) {
@@ -131,76 +214,5 @@ extension ChallengeAnswer {
         case .cancelAuthenticationChallenge: self = .cancel
         case .rejectProtectionSpace: self = .rejectProtectionSpace
         }
-    }
-}
-
-/// Credentials by protection space, in URLSession's spelling: `.default` and background
-/// sessions use ``shared``, `.ephemeral` ones a storage of their own. Kept in memory only
-/// (Ferry has no keychain and writes no passwords to disk), for the process's life.
-///
-/// ```swift
-/// let space = URLProtectionSpace(host: "api.example.com", port: 443, protocol: "https", realm: "club",
-///                                authenticationMethod: NSURLAuthenticationMethodHTTPBasic)
-/// URLCredentialStorage.shared.setDefaultCredential(URLCredential(user: "alice", password: secret, persistence: .forSession), for: space)
-/// ```
-public final class URLCredentialStorage: Sendable, CredentialSource {
-    private struct Entry {
-        var space: URLProtectionSpace
-        var credentials: [String: URLCredential]
-        var defaultUser: String?
-    }
-    private let entries = Mutex<[URLProtectionSpace: Entry]>([:])
-
-    /// A storage of its own (an `.ephemeral` session's).
-    public init() {}
-
-    public static let shared = URLCredentialStorage()
-
-    public var allCredentials: [URLProtectionSpace: [String: URLCredential]] {
-        entries.withLock { $0.mapValues(\.credentials) }
-    }
-
-    public func credentials(for space: URLProtectionSpace) -> [String: URLCredential]? {
-        entries.withLock { $0[space]?.credentials }
-    }
-
-    /// Keeps `credential` for `space` (one per user); `.none` persistence is not kept.
-    public func set(_ credential: URLCredential, for space: URLProtectionSpace) {
-        guard credential.persistence != .none, let user = credential.user else { return }
-        entries.withLock { entries in
-            entries[space, default: Entry(space: space, credentials: [:])].credentials[user] = credential
-        }
-    }
-
-    public func remove(_ credential: URLCredential, for space: URLProtectionSpace) {
-        guard let user = credential.user else { return }
-        entries.withLock { entries in
-            entries[space]?.credentials[user] = nil
-            if entries[space]?.defaultUser == user { entries[space]?.defaultUser = nil }
-        }
-    }
-
-    public func defaultCredential(for space: URLProtectionSpace) -> URLCredential? {
-        entries.withLock { entries in
-            guard let entry = entries[space] else { return nil }
-            return entry.defaultUser.flatMap { entry.credentials[$0] } ?? (entry.credentials.count == 1 ? entry.credentials.values.first : nil)
-        }
-    }
-
-    public func setDefaultCredential(_ credential: URLCredential, for space: URLProtectionSpace) {
-        set(credential, for: space)
-        entries.withLock { $0[space]?.defaultUser = credential.user }
-    }
-
-    // MARK: For the engine
-
-    public func defaultCredential(for space: ProtectionSpace) -> Credential? {
-        let candidates = entries.withLock { $0.values.filter { $0.space.covers(space) }.map(\.space) }
-        return candidates.lazy.compactMap { self.defaultCredential(for: $0)?.credential }.first
-    }
-
-    /// A credential the delegate gave (not `.none`) was accepted: kept as the space's default.
-    public func credentialAccepted(_ credential: Credential, for space: ProtectionSpace) {
-        setDefaultCredential(URLCredential(user: credential.user, password: credential.password, persistence: .forSession), for: URLProtectionSpace(space))
     }
 }

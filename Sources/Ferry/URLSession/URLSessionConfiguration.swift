@@ -1,3 +1,4 @@
+public import FerryCore
 public import Foundation
 import NIOConcurrencyHelpers
 
@@ -100,6 +101,19 @@ open class URLSessionConfiguration: @unchecked Sendable {  // every property goe
             }
             update(\.httpAdditionalHeaders, HeaderFields(pairs))
         }
+    }
+
+    /// Ferry's own: PEM files of extra certificate authorities to trust (a private CA), in
+    /// process and in ferryd. The platform's way, a delegate trusting the server, works too.
+    open var additionalTrustedCertificateFiles: [String] {
+        get { value(\.additionalTrustedCertificateFiles) }
+        set { update(\.additionalTrustedCertificateFiles, newValue) }
+    }
+    /// Ferry's own: the client certificate presented when a server asks for one, unless the
+    /// delegate answers with another; carried to ferryd for background sessions.
+    open var clientIdentity: ClientIdentity? {
+        get { value(\.clientIdentity) }
+        set { update(\.clientIdentity, newValue) }
     }
 
     /// Ferry's own: retries by the one rulebook (none by default in-process, as URLSession).

@@ -21,6 +21,12 @@ public import Foundation
 /// never called; docs/porting.md says how Ferry catches that.
 public protocol URLSessionDelegate: NSObjectProtocol, Sendable {
     func urlSession(_ session: URLSession, didBecomeInvalidWithError error: Error?)
+    /// Questions about the session's TLS connections: a server asks for a client certificate
+    /// (`NSURLAuthenticationMethodClientCertificate`), and each HTTPS host's certificates
+    /// (`NSURLAuthenticationMethodServerTrust`, with `protectionSpace.serverTrust`) before the
+    /// session's first request to it. Default handling when not implemented.
+    func urlSession(_ session: URLSession, didReceive challenge: URLAuthenticationChallenge,
+                    completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void)
     /// Background sessions: every stored event has been delivered.
     func urlSessionDidFinishEvents(forBackgroundURLSession session: URLSession)
 }
@@ -56,6 +62,12 @@ public protocol URLSessionDownloadDelegate: URLSessionTaskDelegate {
 
 extension URLSessionDelegate {
     public func urlSession(_ session: URLSession, didBecomeInvalidWithError error: Error?) {}
+    public func urlSession(_ session: URLSession, didReceive challenge: URLAuthenticationChallenge,
+                           completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void) {
+        // Tells the session the delegate leaves these to the standard rules: no more probes.
+        challenge.answeredByDefault.withLock { $0 = true }
+        completionHandler(.performDefaultHandling, nil)
+    }
     public func urlSessionDidFinishEvents(forBackgroundURLSession session: URLSession) {}
 }
 
