@@ -72,6 +72,7 @@ extension AppManifest {
         }
 
         var identifiers: Set<String> = [bundleIdentifier]
+        var sessions: Set<String> = []
         for (index, item) in extensions.enumerated() {
             let prefix = "extensions[\(index)]."
             try Self.checkBundleIdentifier(item.bundleIdentifier, field: prefix + "bundleIdentifier")
@@ -92,6 +93,10 @@ extension AppManifest {
             if let session = item.backgroundSessionIdentifier {
                 guard !session.isEmpty, session.utf8.count <= 255, !session.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
                     throw AppManifestError(field: prefix + "backgroundSessionIdentifier", "must be 1 to 255 bytes without control characters")
+                }
+                // Each extension has a session of its own: two sharing one would take it from each other.
+                guard sessions.insert(session).inserted else {
+                    throw AppManifestError(field: prefix + "backgroundSessionIdentifier", "\"\(session)\" is another extension's session: each extension has its own")
                 }
             }
         }

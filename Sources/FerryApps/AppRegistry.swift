@@ -45,7 +45,8 @@ public struct AppRegistry: Sendable {
     /// Installs (or replaces, for the same bundle identifier) `manifest` after checking it:
     /// its values (``AppManifest/validate()``), that its programs exist and are executable,
     /// and that no other installed app claims its identifiers or programs (a program must
-    /// identify one app). Creates each app group's container `0700` if missing.
+    /// identify one app). Creates each app group's container `0700` if missing, and links
+    /// the group's `UserDefaults(suiteName:)` into it (``GroupDefaults``).
     ///
     /// - Throws: ``AppManifestError`` naming the field; nothing is written then.
     public func install(_ manifest: AppManifest) throws {
@@ -58,6 +59,7 @@ public struct AppRegistry: Sendable {
                 try FerryPaths.makePrivateDirectory(paths.groupsDirectory, role: "groups directory", strict: false)
                 for group in manifest.appGroups {
                     try FerryPaths.makePrivateDirectory(paths.containerURL(forGroup: group), role: "container of \(group)", strict: false)
+                    try GroupDefaults.link(group: group, paths: paths)
                 }
             }
             let encoder = JSONEncoder()

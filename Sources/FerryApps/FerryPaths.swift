@@ -26,6 +26,12 @@ public struct FerryPaths: Sendable, Equatable {
     public var dataDirectory: URL
     /// The socket and the lock: `0700`, the user's alone (see ``prepare()``).
     public var runtimeDirectory: URL
+    /// Where Foundation keeps `UserDefaults(suiteName:)` on Linux (`<suite>.plist`):
+    /// `$XDG_CONFIG_HOME`, else `~/.config` when the data folder is the default one. nil when
+    /// it is not known (folders given directly) or would be shared with another data folder
+    /// (`FERRY_DATA_DIR` set without `XDG_CONFIG_HOME`): then no group's defaults are linked
+    /// (``GroupDefaults``).
+    public var configDirectory: URL?
 
     /// - Throws: ``FerryPathsError`` when no home directory can be found for the data
     ///   directory (no `HOME` and no password entry) and no variable names one.
@@ -54,12 +60,18 @@ public struct FerryPaths: Sendable, Equatable {
         }
         dataDirectory = dataDirectory.standardizedFileURL
         runtimeDirectory = runtimeDirectory.standardizedFileURL
+        if let xdg = absolute("XDG_CONFIG_HOME") {
+            configDirectory = URL(fileURLWithPath: xdg, isDirectory: true).standardizedFileURL
+        } else if value("FERRY_DATA_DIR") == nil, let home = absolute("HOME") ?? Self.passwordHome() {
+            configDirectory = URL(fileURLWithPath: home, isDirectory: true).appendingPathComponent(".config", isDirectory: true)
+        }
     }
 
-    /// Both directories given (tests, `ferryd --data-directory`).
-    public init(dataDirectory: URL, runtimeDirectory: URL) {
+    /// Both directories given (tests, `ferryd --data-directory`); the defaults' folder too, if known.
+    public init(dataDirectory: URL, runtimeDirectory: URL, configDirectory: URL? = nil) {
         self.dataDirectory = dataDirectory.standardizedFileURL
         self.runtimeDirectory = runtimeDirectory.standardizedFileURL
+        self.configDirectory = configDirectory?.standardizedFileURL
     }
 
     /// ferryd's Unix socket.

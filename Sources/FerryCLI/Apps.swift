@@ -39,6 +39,9 @@ struct AppsInstall: ParsableCommand {
         var installed: AppManifest
         var manifest: String
         var containers: [String: String]
+        /// Each group's `UserDefaults(suiteName:)` file, in its container (none when the
+        /// defaults' folder is not known).
+        var defaults: [String: String]
     }
 
     func run() throws {
@@ -57,14 +60,19 @@ struct AppsInstall: ParsableCommand {
                 return manifest
             }
             let containers = Dictionary(uniqueKeysWithValues: manifest.appGroups.map { ($0, registry.paths.containerURL(forGroup: $0).path) })
+            let defaults = registry.paths.configDirectory == nil ? [:]
+                : Dictionary(uniqueKeysWithValues: manifest.appGroups.map { ($0, GroupDefaults.file(forGroup: $0, paths: registry.paths).path) })
             if json {
                 let stored = registry.paths.appsDirectory.appendingPathComponent(manifest.bundleIdentifier + ".json").path
-                JSONOutput.print(Installed(installed: manifest, manifest: stored, containers: containers))
+                JSONOutput.print(Installed(installed: manifest, manifest: stored, containers: containers, defaults: defaults))
                 return
             }
             let extensions = manifest.extensions.count == 1 ? "1 extension" : "\(manifest.extensions.count) extensions"
             Console.out("installed \(manifest.bundleIdentifier) (\(manifest.name)), \(extensions)")
-            for group in manifest.appGroups.sorted() { Console.out("  app group \(group): \(containers[group] ?? "")") }
+            for group in manifest.appGroups.sorted() {
+                Console.out("  app group \(group): \(containers[group] ?? "")")
+                if let file = defaults[group] { Console.out("    UserDefaults(suiteName: \"\(group)\"): \(file)") }
+            }
         } catch let failure as CLIFailure {
             throw failure.report(url: nil, json: json)
         }

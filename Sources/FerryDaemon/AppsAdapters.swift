@@ -23,9 +23,11 @@ public struct RegistryApps: PeerIdentifying {
             logger.warning("cannot read the app manifests; treating the peer as unregistered", metadata: ["pid": "\(pid)", "error": "\(error)"])
             return .unregistered
         }
+        var declared: String?
+        if case .appExtension(let item, _) = identity { declared = item.backgroundSessionIdentifier }
         return PeerApp(
             bundleIdentifier: identity.bundleIdentifier, containingApp: identity.containingApp?.bundleIdentifier,
-            appGroups: Set(identity.appGroups), isExtension: identity.isExtension)
+            appGroups: Set(identity.appGroups), isExtension: identity.isExtension, backgroundSessionIdentifier: declared)
     }
 }
 

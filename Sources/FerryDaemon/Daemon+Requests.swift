@@ -84,6 +84,9 @@ extension Daemon {
         if !attach.owner, existing == nil {
             throw unknownSession(session)  // watching creates nothing
         }
+        if attach.owner, let refusal = app.refusalToOwn(session) {
+            throw FerryProtocolError(.undeclaredSession, refusal)
+        }
         if attach.owner, let group = existing?.sharedContainerIdentifier, !app.appGroups.contains(group) {
             throw FerryProtocolError(.notInAppGroup, "session \(session) lives in app group \(group), which \(app.bundleIdentifier ?? "this process") is not in")
         }

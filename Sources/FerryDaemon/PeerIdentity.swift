@@ -16,12 +16,30 @@ public struct PeerApp: Sendable, Hashable {
     public var appGroups: Set<String>
     /// Whether the peer is an extension (it is never launched itself).
     public var isExtension: Bool
+    /// An extension's one background session, as its manifest names it: the only session it
+    /// may own (nil: it may own none).
+    public var backgroundSessionIdentifier: String?
 
-    public init(bundleIdentifier: String?, containingApp: String?, appGroups: Set<String> = [], isExtension: Bool = false) {
+    public init(
+        bundleIdentifier: String?, containingApp: String?, appGroups: Set<String> = [], isExtension: Bool = false,
+        backgroundSessionIdentifier: String? = nil
+    ) {
         self.bundleIdentifier = bundleIdentifier
         self.containingApp = containingApp
         self.appGroups = appGroups
         self.isExtension = isExtension
+        self.backgroundSessionIdentifier = backgroundSessionIdentifier
+    }
+
+    /// Why this peer may not own `session`, or nil when it may: an extension owns only the
+    /// session its manifest names, as each extension of an app has a session of its own.
+    public func refusalToOwn(_ session: String) -> String? {
+        guard isExtension, backgroundSessionIdentifier != session else { return nil }
+        let name = bundleIdentifier ?? "this extension"
+        guard let declared = backgroundSessionIdentifier else {
+            return "\(name) names no background session in its manifest: add \"backgroundSessionIdentifier\": \"\(session)\" to its extension (ferry apps install)"
+        }
+        return "\(name) may own only its manifest's background session \(declared), not \(session)"
     }
 
     /// A process no manifest names: it may own sessions without an app group; nothing is

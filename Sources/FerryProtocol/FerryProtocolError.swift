@@ -53,6 +53,8 @@ public struct FerryProtocolError: Error, Hashable, Sendable, Codable, CustomStri
         public static let notOwner = Code(rawValue: "notOwner")
         /// The peer's app does not belong to the app group it named.
         public static let notInAppGroup = Code(rawValue: "notInAppGroup")
+        /// The peer is an extension and the session is not the one its manifest names.
+        public static let undeclaredSession = Code(rawValue: "undeclaredSession")
         /// The task cannot do that in its state (resume a completed task…).
         public static let invalidTaskState = Code(rawValue: "invalidTaskState")
         /// ferryd holds as many connections as it allows: try again shortly (clients do,

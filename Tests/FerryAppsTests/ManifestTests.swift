@@ -128,6 +128,20 @@ struct ManifestTests {
         #expect(error?.reason.contains("used by another extension") == true)
     }
 
+    @Test("two extensions naming one background session are refused: each has its own")
+    func sharedExtensionSessionIsRefused() {
+        var manifest = Self.valid()
+        var items = manifest["extensions"] as! [[String: Any]]
+        var second = items[0]
+        second["bundleIdentifier"] = "com.example.sharealike.second"
+        second["executables"] = ["/opt/sharealike/bin/second"]
+        items.append(second)
+        manifest["extensions"] = items
+        let error = Self.error(manifest)
+        #expect(error?.field == "extensions[1].backgroundSessionIdentifier", "\(String(describing: error))")
+        #expect(error?.reason.contains("each extension has its own") == true)
+    }
+
     @Test func notJSONOrNotAnObjectIsSaidSo() {
         let truncated = #expect(throws: AppManifestError.self) { try AppManifest.decode(from: Data("{\"name\": ".utf8)) }
         #expect(truncated?.field == "")

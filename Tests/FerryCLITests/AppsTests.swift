@@ -43,7 +43,7 @@ import Glibc
             return path
         }
 
-        /// Runs `ferry args…` with this folder's FERRY_DATA_DIR and FERRY_RUNTIME_DIR.
+        /// Runs `ferry args…` with this folder's FERRY_DATA_DIR, FERRY_RUNTIME_DIR and XDG_CONFIG_HOME.
         func ferry(_ args: [String]) async throws -> FerryRun {
             let binary = try BuiltProducts.path(of: "ferry")
             let out = scratch.url.appendingPathComponent("out-\(UUID().uuidString.prefix(6))")
@@ -57,6 +57,7 @@ import Glibc
             var environment = ProcessInfo.processInfo.environment
             environment["FERRY_DATA_DIR"] = data
             environment["FERRY_RUNTIME_DIR"] = scratch.path("run")
+            environment["XDG_CONFIG_HOME"] = scratch.path("config")
             process.environment = environment
             process.standardInput = FileHandle.nullDevice
             process.standardOutput = try FileHandle(forWritingTo: out)
@@ -77,11 +78,21 @@ import Glibc
         defer { home.scratch.remove() }
         let file = try home.manifest()
 
+        // The app used UserDefaults(suiteName:) before it was installed: its file moves into the container.
+        let suiteFile = home.scratch.path("config/group.com.example.sharealike.plist")
+        try FileManager.default.createDirectory(atPath: home.scratch.path("config"), withIntermediateDirectories: true)
+        try Data("earlier defaults".utf8).write(to: URL(fileURLWithPath: suiteFile))
+
         let install = try await home.ferry(["apps", "install", file, "--json"])
         #expect(install.status == 0, "\(install.stderr)")
         let installed = try #require(install.json)
         let container = home.data + "/groups/group.com.example.sharealike"
         #expect((installed["containers"] as? [String: String]) == ["group.com.example.sharealike": container])
+        let defaults = container + "/Library/Preferences/group.com.example.sharealike.plist"
+        #expect((installed["defaults"] as? [String: String]) == ["group.com.example.sharealike": defaults])
+        #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: suiteFile)) == defaults,
+                "Foundation's suite file is a link into the container")
+        #expect(FileManager.default.contents(atPath: defaults) == Data("earlier defaults".utf8))
         #expect(installed["manifest"] as? String == home.data + "/apps/com.example.sharealike.json")
         #expect(home.mode(home.data + "/apps/com.example.sharealike.json") == 0o600)
         #expect(home.mode(container) == 0o700)

@@ -131,7 +131,8 @@ struct AppLaunchTests {
         try AppRegistry(paths: paths).install(AppManifest(
             bundleIdentifier: "com.example.app", name: "Example", executables: [appPath, runningAppPath],
             launch: [appPath, folder.path, "{session}", events], appGroups: ["group.example"],
-            extensions: [ExtensionManifest(bundleIdentifier: "com.example.app.share", name: "Share", executables: [extensionPath])]))
+            extensions: [ExtensionManifest(
+                bundleIdentifier: "com.example.app.share", name: "Share", executables: [extensionPath], backgroundSessionIdentifier: "com.example.app.bg")]))
         try await ferryd.start()
 
         let container = paths.containerURL(forGroup: "group.example")

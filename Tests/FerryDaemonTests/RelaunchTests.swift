@@ -8,7 +8,8 @@ import Testing
 @Suite("Relaunch and app groups (manual clock)", .serialized)
 struct RelaunchTests {
     static let shareExtension = PeerApp(
-        bundleIdentifier: "com.example.app.share", containingApp: "com.example.app", appGroups: ["group.example"], isExtension: true)
+        bundleIdentifier: "com.example.app.share", containingApp: "com.example.app", appGroups: ["group.example"], isExtension: true,
+        backgroundSessionIdentifier: "bg")
 
     @Test("an extension submits and leaves; the containing app is launched (never the extension), again with backoff while it does not come, and gets the events once it attaches")
     func relaunchContainingApp() async throws {
@@ -97,6 +98,34 @@ struct RelaunchTests {
         guard case .attached(let own) = try await cli.request(.attach("x")) else { throw TestFailure("no attach") }
         #expect(own.owner)
         await plain.shutdown()
+    }
+
+    @Test("an extension owns only the session its manifest names: another is refused with undeclaredSession; it may watch; its app owns any")
+    func oneSessionPerExtension() async throws {
+        let ferryd = try await InProcessDaemon(apps: StaticApps(app: Self.shareExtension))
+        let share = try await ferryd.client()
+        let refused = await #expect(throws: FerryProtocolError.self) { try await share.request(.attach("other", group: "group.example")) }
+        #expect(refused?.code == .undeclaredSession && refused?.message.contains("bg") == true, "\(String(describing: refused))")
+        guard case .attached(let own) = try await share.request(.attach("bg", group: "group.example")) else { throw TestFailure("no attach") }
+        #expect(own.owner)
+        await ferryd.shutdown()
+
+        var undeclared = Self.shareExtension
+        undeclared.backgroundSessionIdentifier = nil
+        let strict = try await InProcessDaemon(apps: StaticApps(app: undeclared))
+        let client = try await strict.client()
+        let none = await #expect(throws: FerryProtocolError.self) { try await client.request(.attach("bg", group: "group.example")) }
+        #expect(none?.code == .undeclaredSession && none?.message.contains("backgroundSessionIdentifier") == true, "\(String(describing: none))")
+        await strict.shutdown()
+
+        let app = PeerApp(bundleIdentifier: "com.example.app", containingApp: "com.example.app", appGroups: ["group.example"])
+        let appDaemon = try await InProcessDaemon(apps: StaticApps(app: app))
+        let appClient = try await appDaemon.client()
+        for session in ["bg", "other"] {
+            guard case .attached(let owned) = try await appClient.request(.attach(session, group: "group.example")) else { throw TestFailure("no attach") }
+            #expect(owned.owner, "the app owns \(session)")
+        }
+        await appDaemon.shutdown()
     }
 
     @Test("status counts what ferryd holds; stop answers, says goodbye and calls the stop handler")

@@ -17,8 +17,11 @@ final class DaemonHarness: @unchecked Sendable {  // `process` changes only on t
         URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("ferryd-test-\(dataDirectory.deletingLastPathComponent().lastPathComponent).log")
     }
 
+    /// Its own folders, and its own folder of Foundation's defaults (`UserDefaults(suiteName:)`
+    /// of the apps it runs; `ferry apps install` links their groups' there).
     var environment: [String: String] {
-        ["FERRY_DATA_DIR": dataDirectory.path, "FERRY_RUNTIME_DIR": runtimeDirectory.path]
+        ["FERRY_DATA_DIR": dataDirectory.path, "FERRY_RUNTIME_DIR": runtimeDirectory.path,
+         "XDG_CONFIG_HOME": dataDirectory.deletingLastPathComponent().appendingPathComponent("config").path]
     }
 
     private init(dataDirectory: URL, runtimeDirectory: URL, ferrydPath: String) {

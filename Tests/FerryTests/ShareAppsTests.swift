@@ -10,12 +10,17 @@ import Testing
 /// shows it. And the compose sheet, driven through tmux as a person would type.
 @Suite("Share extensions end to end: ShareAlike and ImgShare", .serialized, .timeLimit(.minutes(3)))
 struct ShareAppsTests {
-    @Test("ShareAlike: the extension exits within 100 ms of Post; the bin holds {text, image_details} with the right width, height and orientation; the outcome is recorded once (by the relaunched app, or the extension if still there) and `history` shows HTTP 200")
+    @Test("ShareAlike: the bin set up by the app is in the group's UserDefaults, in its container; the extension exits within 100 ms of Post; the bin holds {text, image_details} with the right width, height and orientation; the outcome is recorded once (by the relaunched app, or the extension if still there) and `history` shows HTTP 200")
     func shareAlikePostsToABin() async throws {
         let world = try await ShareWorld.start()
         defer { world.stop() }
         try await world.install("ShareAlike")
         let bin = try await world.setUpShareAlike()
+        // The bin is in the group's UserDefaults(suiteName:), whose file lives in the group's container.
+        let defaults = world.daemon.dataDirectory.appendingPathComponent("groups/group.org.ferry.sharealike/Library/Preferences/group.org.ferry.sharealike.plist")
+        let stored = try #require(FileManager.default.contents(atPath: defaults.path), "no defaults in the container at \(defaults.path)")
+        let plist = try #require(try PropertyListSerialization.propertyList(from: stored, format: nil) as? [String: Any])
+        #expect(plist["binURL"] as? String == bin, "\(plist)")
 
         // 640×480 pixels stored, shown rotated: EXIF orientation 6 (RightTop).
         let image = world.scratch.appendingPathComponent("cow.jpg")
@@ -97,6 +102,11 @@ struct ShareAppsTests {
         defer { world.stop() }
         try await world.install("ShareAlike")
         let bin = try await world.setUpShareAlike()
+        // The bin is in the group's UserDefaults(suiteName:), whose file lives in the group's container.
+        let defaults = world.daemon.dataDirectory.appendingPathComponent("groups/group.org.ferry.sharealike/Library/Preferences/group.org.ferry.sharealike.plist")
+        let stored = try #require(FileManager.default.contents(atPath: defaults.path), "no defaults in the container at \(defaults.path)")
+        let plist = try #require(try PropertyListSerialization.propertyList(from: stored, format: nil) as? [String: Any])
+        #expect(plist["binURL"] as? String == bin, "\(plist)")
         let image = world.scratch.appendingPathComponent("cow.jpg")
         try runTool("/usr/bin/convert", ["-size", "64x48", "xc:sienna", image.path])
 

@@ -36,7 +36,7 @@ case "setup":
             else { fail("\(server) did not make a bin (HTTP \(response.statusCode)): is byteclub-server running there?") }
             bin = madeURL
         }
-        try ShareAlike.settings().save(Settings(binURL: bin))
+        Settings(binURL: bin).save()
         print("posts go to \(bin.absoluteString)")
         print("see them at \(bin.absoluteString)?inspect")
     } catch {

@@ -3,9 +3,9 @@ public import Ferry
 public import Foundation
 
 /// What the ShareAlike app and its share extension have in common: the app group, the
-/// background session, the settings and history in the group's container, the JSON the
-/// extension posts, and the code that records how a post went — run by whichever process
-/// ferryd tells (rule 5: both handle completion with this same code).
+/// background session, the settings (in the group's defaults) and the history (in the group's
+/// container), the JSON the extension posts, and the code that records how a post went — run
+/// by whichever process ferryd tells (rule 5: both handle completion with this same code).
 public enum ShareAlike {
     /// The app group and the background session the app and the extension share.
     public static let group = AppGroupSession(appGroup: "group.org.ferry.sharealike", sessionIdentifier: "org.ferry.sharealike.post")
@@ -13,8 +13,11 @@ public enum ShareAlike {
     /// The tutorial's limit on the text.
     public static let maxCharacterCount = 25
 
-    public static func settings() throws -> SettingsFile<Settings> {
-        SettingsFile(url: try group.file("settings.json"))
+    /// The group's defaults, where the platform's samples keep settings the app and its
+    /// extension share: `UserDefaults(suiteName:)` of the app group (Ferry keeps the file in
+    /// the group's container once `ferry apps install` has run).
+    public static var defaults: UserDefaults {
+        UserDefaults(suiteName: group.appGroup) ?? .standard
     }
 
     public static func history() throws -> JSONLinesFile<HistoryEntry> {
@@ -30,10 +33,23 @@ public enum ShareAlike {
     }
 }
 
-/// Where posts go: a request bin (byteclub-server's, made by `sharealike setup`).
-public struct Settings: Codable, Sendable {
+/// Where posts go: a request bin (byteclub-server's, made by `sharealike setup`), kept in the
+/// group's defaults.
+public struct Settings: Sendable {
     public var binURL: URL
     public init(binURL: URL) { self.binURL = binURL }
+
+    static let binURLKey = "binURL"
+
+    /// What `sharealike setup` saved; nil before it ran.
+    public static func load() -> Settings? {
+        ShareAlike.defaults.string(forKey: binURLKey).flatMap(URL.init(string:)).map(Settings.init)
+    }
+
+    public func save() {
+        ShareAlike.defaults.set(binURL.absoluteString, forKey: Self.binURLKey)
+        ShareAlike.defaults.synchronize()  // the extension runs in another process, maybe at once
+    }
 }
 
 /// The body ShareAlike posts, as the tutorial built it.

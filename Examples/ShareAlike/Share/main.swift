@@ -19,7 +19,7 @@ final class ShareViewController: ComposeServiceController {
         placeholder = "Say something about it"
         load {
             do {
-                self.settings = try ShareAlike.settings().load()
+                self.settings = Settings.load()
                 self.session = try Session.background(ShareAlike.group.configuration, delegate: PostsDelegate(role: "extension"))
             } catch {
                 self.extensionContext.cancelRequest(withError: error)

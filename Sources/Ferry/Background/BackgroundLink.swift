@@ -259,6 +259,8 @@ final class BackgroundLink: Sendable {
             return FerryError(.backgroundSessionInUseByAnotherProcess, "another process is connected to the background session \(session); only one may be", underlying: error)
         case .notInAppGroup?:
             return FerryError(.backgroundSessionRequiresSharedContainer, "this program's app is not in the session's app group: \(error)", underlying: error)
+        case .undeclaredSession?:
+            return FerryError(.backgroundSessionRequiresSharedContainer, "this extension's manifest does not name the session: \(error)", underlying: error)
         default:
             break
         }
