@@ -189,6 +189,7 @@ extension Daemon {
     /// body file, resume data) and makes the record to store.
     func prepare(_ submission: TaskSubmission, session: SessionRecord) async throws -> NewTask {
         var task = NewTask(sessionIdentifier: submission.sessionIdentifier, taskIdentifier: submission.taskIdentifier, task: submission.task)
+        task.credentials = submission.credentials ?? []
         task.request.method = submission.request.method.uppercased()
         let container = containerURL(of: session)
         if let body = submission.bodyFile {

@@ -264,6 +264,7 @@ extension Daemon {
         transfer.allowsHTTP2 = session.transferOptions.allowsHTTP2
         transfer.proxies = session.transferOptions.proxies
         transfer.clientIdentity = session.transferOptions.clientIdentity
+        if !record.credentials.isEmpty { transfer.credentials = SubmittedCredentials(record.credentials) }
         if let location = record.uploadResourceURL.flatMap(URL.init(string:)), let version = record.uploadInteropVersion {
             transfer.resumeUpload = ResumableUploadPoint(location: location, interopVersion: version)
         }
@@ -428,4 +429,19 @@ extension Daemon {
             logger.warning("cannot record progress", metadata: ["session": "\(key.session)", "task": "\(key.task)", "error": "\(error)"])
         }
     }
+}
+
+/// A task's submitted credentials as the engine's default handling of a `401` asks for them:
+/// the one for the challenge's realm, else one for any realm. Accepted ones change nothing.
+struct SubmittedCredentials: CredentialSource {
+    let credentials: [TaskCredential]
+
+    init(_ credentials: [TaskCredential]) { self.credentials = credentials }
+
+    func defaultCredential(for space: ProtectionSpace) -> Credential? {
+        let match = credentials.first { $0.realm != nil && $0.realm == space.realm } ?? credentials.first { $0.realm == nil }
+        return match.map { Credential(user: $0.user, password: $0.password) }
+    }
+
+    func credentialAccepted(_ credential: Credential, for space: ProtectionSpace) {}
 }

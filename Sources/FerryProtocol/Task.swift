@@ -21,6 +21,9 @@ public struct TaskSubmission: Hashable, Sendable, Codable, HoldsTaskDescription 
     public var task: TaskDescription
     /// Resume data from a cancelled or failed download (the library's documented format).
     public var resumeData: Data?
+    /// Credentials for the task's host, to answer a `401` with (the app's credential
+    /// storage); kept with the task, never sent back in a ``TaskInfo``.
+    public var credentials: [TaskCredential]?
 
     /// What ``TaskOptions/timeoutIntervalForResource`` is when a submission leaves it out: 7 days.
     public static let defaultResourceTimeout = TaskOptions.defaultResourceTimeout
@@ -56,10 +59,11 @@ public struct TaskSubmission: Hashable, Sendable, Codable, HoldsTaskDescription 
         if let taskIdentifier, taskIdentifier < 1 { throw bad("task identifiers start at 1") }
         if let problem = task.problem { throw bad(problem) }
         if resumeData != nil, task.kind != .download { throw bad("only a download can start from resume data") }
+        if let credentials, credentials.count > 32 { throw bad("at most 32 credentials come with a task") }
     }
 
     enum CodingKeys: String, CodingKey {
-        case sessionIdentifier, taskIdentifier, resumeData
+        case sessionIdentifier, taskIdentifier, resumeData, credentials
     }
 
     public init(from decoder: any Decoder) throws {
@@ -67,6 +71,7 @@ public struct TaskSubmission: Hashable, Sendable, Codable, HoldsTaskDescription 
         sessionIdentifier = try container.decode(String.self, forKey: .sessionIdentifier)
         taskIdentifier = try container.decodeIfPresent(Int.self, forKey: .taskIdentifier)
         resumeData = try container.decodeIfPresent(Data.self, forKey: .resumeData)
+        credentials = try container.decodeIfPresent([TaskCredential].self, forKey: .credentials)
         task = try TaskDescription(from: decoder)
     }
 
@@ -75,6 +80,7 @@ public struct TaskSubmission: Hashable, Sendable, Codable, HoldsTaskDescription 
         try container.encode(sessionIdentifier, forKey: .sessionIdentifier)
         try container.encodeIfPresent(taskIdentifier, forKey: .taskIdentifier)
         try container.encodeIfPresent(resumeData, forKey: .resumeData)
+        try container.encodeIfPresent(credentials, forKey: .credentials)
         try task.encode(to: encoder)
     }
 }

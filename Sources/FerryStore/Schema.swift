@@ -6,7 +6,7 @@ enum Schema {
     /// Every migration, in the order they run: a new one goes at the end.
     static let migrations = [
         ("v1", v1), ("v2", v2), ("v3", v3), ("v4", v4), ("v5", v5), ("v6", v6), ("v7", v7), ("v8", v8), ("v9", v9),
-        ("v10", v10), ("v11", v11), ("v12", v12),
+        ("v10", v10), ("v11", v11), ("v12", v12), ("v13", v13),
     ]
 
     static var migrator: DatabaseMigrator {
@@ -164,5 +164,10 @@ enum Schema {
     static let v12 = """
         ALTER TABLE task ADD COLUMN expected_sha256 TEXT
             CONSTRAINT task_expected_sha256 CHECK (expected_sha256 IS NULL OR length(expected_sha256) = 64);
+        """
+
+    /// What a task may answer a `401` with (`TaskSubmission.credentials`), JSON; NULL: none.
+    static let v13 = """
+        ALTER TABLE task ADD COLUMN credentials TEXT;
         """
 }

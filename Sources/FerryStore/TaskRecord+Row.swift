@@ -15,7 +15,7 @@ extension TaskRecord: StoredRecord {
             "resume_validator", "resume_offset", "upload_resource_url", "upload_interop_version", "idempotency_key",
             "priority", "earliest_begin_date", "attempt_count", "next_attempt_at", "last_error_code",
             "last_error_message", "response_status", "retry_reason", "resource_timeout", "request_timeout",
-            "retry_policy", "deliver_to", "delivered_to", "task_description", "created_at", "updated_at", "expected_sha256",
+            "retry_policy", "deliver_to", "delivered_to", "task_description", "created_at", "updated_at", "expected_sha256", "credentials",
         ],
         identity: ["session_identifier", "task_identifier"])
 
@@ -53,6 +53,7 @@ extension TaskRecord: StoredRecord {
         createdAt = try row.date()
         updatedAt = try row.date()
         let expectedSHA256: String? = try row.optional()
+        credentials = try row.optionalJSON() ?? []
         task = TaskDescription(
             kind: kind, request: request, bodyFile: bodyFile, destination: destination,
             options: TaskOptions(
@@ -80,6 +81,7 @@ extension TaskRecord: StoredRecord {
             options.timeoutIntervalForResource.storedValue, options.timeoutIntervalForRequest.storedValue,
             try JSONColumn.value(options.retryPolicy), options.deliverTo.storedValue, deliveredTo.storedValue,
             options.taskDescription.storedValue, createdAt.storedValue, updatedAt.storedValue, options.expectedSHA256.storedValue,
+            credentials.isEmpty ? .null : try JSONColumn.value(credentials),
         ]
     }
 }

@@ -55,6 +55,8 @@ public struct TaskRecord: Hashable, Sendable, HoldsTaskDescription {
     public internal(set) var createdAt: Date
     /// Set by the store on every change.
     public internal(set) var updatedAt: Date
+    /// What the task may answer a `401` with (``NewTask/credentials``).
+    public internal(set) var credentials: [TaskCredential] = []
 }
 
 /// A task to store: what the client submitted. The store adds the identity, the state
@@ -80,6 +82,8 @@ public struct NewTask: Hashable, Sendable, HoldsTaskDescription {
     /// An upload's body size, when known at submission: the task's bytes expected to send from
     /// the start, so a relaunched app's `allTasks` tells it before the first byte went.
     public var bodyLength: Int64?
+    /// Credentials for the task's host, to answer a `401` with (the submission's).
+    public var credentials: [TaskCredential] = []
 
     public init(
         sessionIdentifier: String, taskIdentifier: Int? = nil, task: TaskDescription,
@@ -99,7 +103,7 @@ public struct NewTask: Hashable, Sendable, HoldsTaskDescription {
             bytesSent: 0, bytesReceived: resumeOffset ?? 0, bytesExpectedToSend: bodyLength, bytesExpectedToReceive: nil,
             resumeValidator: resumeValidator, resumeOffset: resumeOffset, uploadResourceURL: nil, uploadInteropVersion: nil,
             attemptCount: 0, nextAttemptAt: nil, lastErrorCode: nil, lastErrorMessage: nil, responseStatus: nil, retryReason: nil,
-            deliveredTo: nil, createdAt: now, updatedAt: now)
+            deliveredTo: nil, createdAt: now, updatedAt: now, credentials: credentials)
     }
 }
 

@@ -7,10 +7,13 @@ import Testing
 /// by the library itself, or refused when the session is made: none is silently dropped.
 @Suite("A background session's configuration, property by property", .serialized)
 struct BackgroundConfigurationTests {
-    /// Sent with each task: ferryd applies them to that task's requests (checked below).
-    static let carriedWithEachTask: Set = ["httpAdditionalHeaders", "timeoutIntervalForRequest", "timeoutIntervalForResource", "retryPolicy"]
+    /// Sent with each task: ferryd applies them to that task's requests (checked below; the
+    /// credential storage's for the task's host in BackgroundTrustTests).
+    static let carriedWithEachTask: Set = [
+        "httpAdditionalHeaders", "timeoutIntervalForRequest", "timeoutIntervalForResource", "retryPolicy", "urlCredentialStorage",
+    ]
     /// Sent once per session when it attaches, checked by their own suites: BackgroundTrustTests
-    /// (trust roots, HTTP/2 off, resumable uploads, proxies), BackgroundNetworkTests and NetworkTests (the
+    /// (trust roots, client identity, HTTP/2 off, resumable uploads, proxies), BackgroundNetworkTests and NetworkTests (the
     /// network five), FerryDaemonTests (the per-host limit), AppLaunchTests (launch events off).
     static let carriedWithTheSession: Set = [
         "httpMaximumConnectionsPerHost", "allowsHTTP2", "resumableUploads", "additionalTrustedCertificateFiles", "clientIdentity", "proxies",
@@ -26,14 +29,11 @@ struct BackgroundConfigurationTests {
     ]
     /// In-process only: a background session that sets them is refused.
     static let refused: Set = ["downloadDirectory", "maximumDataTaskBodySize", "urlCache", "requestCachePolicy"]
-    /// Not honoured in the background yet, and not refused (the default is the shared storage):
-    /// ferryd answers a `401` with the URL's own user and password only (docs/background.md).
-    static let notYetCarried: Set = ["urlCredentialStorage"]
 
     @Test("every stored property of Configuration is in exactly one of the lists")
     func everyPropertyIsAccountedFor() {
         let properties = Set(Mirror(reflecting: Configuration.background(identifier: "walk")).children.compactMap(\.label))
-        let lists = [Self.carriedWithEachTask, Self.carriedWithTheSession, Self.usedByTheLibrary, Self.refused, Self.notYetCarried]
+        let lists = [Self.carriedWithEachTask, Self.carriedWithTheSession, Self.usedByTheLibrary, Self.refused]
         #expect(properties == lists.reduce(Set()) { $0.union($1) }, "unlisted: \(properties.subtracting(lists.reduce(Set()) { $0.union($1) }))")
         #expect(lists.map(\.count).reduce(0, +) == properties.count, "a property is in two lists")
     }

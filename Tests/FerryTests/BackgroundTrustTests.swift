@@ -80,6 +80,39 @@ struct BackgroundTrustTests {
         }
     }
 
+    @Test("urlCredentialStorage reaches ferryd with each task: a 401 is answered with the storage's credential for the realm, never listed; without one the 401 is the response")
+    func credentials() async throws {
+        try await withDaemonAndServer { daemon, server in
+            let url = server.url("/basic-auth/alice/s3cret-pw")
+            let storage = URLCredentialStorage()
+            let space = URLProtectionSpace(
+                host: try #require(url.host), port: try #require(url.port), protocol: "http", realm: "ferry",
+                authenticationMethod: NSURLAuthenticationMethodHTTPBasic)
+            storage.setDefaultCredential(URLCredential(user: "alice", password: "s3cret-pw", persistence: .forSession), for: space)
+            var configuration = daemon.configuration("bg.auth")
+            configuration.urlCredentialStorage = storage
+            let delegate = RecordingDelegate()
+            let session = try Session.background(configuration, delegate: delegate)
+            session.dataTask(with: Request(url: url)).resume()
+            #expect(succeeded(await delegate.nextCompletion()))
+            #expect(delegate.log.contains("response 200") && String(decoding: delegate.data, as: UTF8.self) == "authenticated alice", "\(delegate.log)")
+            let listed = try await runFerry(["list", "--json", "--session", "bg.auth"], environment: daemon.environment)
+            #expect(listed.status == 0 && listed.output.contains("basic-auth"), "\(listed.output)")
+            // (The test server takes the password in the path; the listing has no credential field.)
+            #expect(!listed.output.contains("\"credentials\"") && !listed.output.contains("password"), "the credential is not listed: \(listed.output)")
+            session.finishTasksAndInvalidate()
+
+            var without = daemon.configuration("bg.nocredentials")
+            without.urlCredentialStorage = URLCredentialStorage()
+            let other = RecordingDelegate()
+            let plain = try Session.background(without, delegate: other)
+            plain.dataTask(with: Request(url: url)).resume()
+            #expect(succeeded(await other.nextCompletion()))
+            #expect(other.log.contains("response 401"), "\(other.log)")
+            plain.finishTasksAndInvalidate()
+        }
+    }
+
     @Test("resumableUploads = .disabled reaches ferryd: a 2 MiB upload to a server that speaks the protocol is one plain PUT")
     func plainUploads() async throws {
         let server = try await ResumableUploadServer.start()

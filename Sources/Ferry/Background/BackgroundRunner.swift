@@ -117,6 +117,10 @@ struct BackgroundRunner: TaskRunner {
         submission.timeoutIntervalForRequest = task.originalRequest.timeoutInterval ?? session.configuration.timeoutIntervalForRequest
         submission.retryPolicy = session.configuration.retryPolicy
         submission.expectedSHA256 = transfer.request.expectedSHA256?.lowercased()
+        if let storage = session.configuration.urlCredentialStorage {
+            let credentials = storage.taskCredentials(for: transfer.request.url)
+            if !credentials.isEmpty { submission.credentials = credentials }
+        }
         switch task.kind {
         case .download:
             // ferryd places the file in the session's container and says where when done.

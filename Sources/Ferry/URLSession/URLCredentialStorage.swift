@@ -1,3 +1,4 @@
+import FerryCore
 public import FerryEngine
 import Foundation
 import Synchronization
@@ -65,6 +66,20 @@ public final class URLCredentialStorage: Sendable, CredentialSource {
     public func defaultCredential(for space: ProtectionSpace) -> Credential? {
         let candidates = entries.withLock { $0.values.filter { $0.space.covers(space) }.map(\.space) }
         return candidates.lazy.compactMap { self.defaultCredential(for: $0)?.credential }.first
+    }
+
+    /// What a background task to `url` may answer a `401` with in ferryd: each protection
+    /// space of its host, port and scheme, with its default credential.
+    func taskCredentials(for url: URL) -> [TaskCredential] {
+        guard let host = url.host?.lowercased() else { return [] }
+        let scheme = url.scheme?.lowercased() ?? "http"
+        let port = url.port ?? (scheme == "https" ? 443 : 80)
+        let spaces = entries.withLock { $0.keys.filter { $0.host == host && $0.port == port && ($0.protocol == nil || $0.protocol == scheme) } }
+        return spaces.sorted { ($0.realm ?? "") < ($1.realm ?? "") }.compactMap { space in
+            defaultCredential(for: space).flatMap { credential in
+                credential.user.map { TaskCredential(realm: space.realm, user: $0, password: credential.password ?? "") }
+            }
+        }
     }
 
     /// A credential the delegate gave (not `.none`) was accepted: kept as the space's default.
