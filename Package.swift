@@ -24,6 +24,9 @@ let package = Package(
         .executable(name: "imgshare", targets: ["ImgShareApp"]),
         .executable(name: "imgshare-share", targets: ["ImgShareShare"]),
         .executable(name: "byteclub", targets: ["ByteClubApp"]),
+        // Warns about delegate methods that nearly match a URLSession delegate requirement.
+        .plugin(name: "DelegateCheck", targets: ["DelegateCheck"]),
+        .executable(name: "ferry-delegate-check", targets: ["FerryDelegateCheck"]),
     ],
     dependencies: [
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
@@ -113,6 +116,12 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The DelegateCheck build tool plugin and the check it runs: methods that nearly match
+        // a requirement of Ferry's URLSession delegate protocols (a wrong label or type), which
+        // are never called and which Swift does not warn about in a class's own body.
+        // Foundation only: it is built in the build of every package that uses the plugin.
+        .executableTarget(name: "FerryDelegateCheck", swiftSettings: swiftSettings),
+        .plugin(name: "DelegateCheck", capability: .buildTool(), dependencies: ["FerryDelegateCheck"]),
         // MARK: ferryd foundations (issue: ferryd)
         // The versioned messages and framing between library and daemon: NIOCore only,
         // so framing cannot reach a socket or a database.
@@ -319,9 +328,10 @@ let package = Package(
         .testTarget(
             name: "FerryTests",
             // FerryDaemonApp: so that `swift test` builds the `ferryd` the background tests run.
-            // and the example apps and byteclub-server the end-to-end tests run.
+            // and the example apps and byteclub-server the end-to-end tests run;
+            // FerryDelegateCheck: the near-miss check's rules, tested directly.
             dependencies: ["Ferry", "FerryEngine", "FerryApps", "FerryTestSupport", "FerryDaemonApp", "PhotoDropApp", "PhotoDropShare", "ByteClubServerApp",
-                           "FerryCLI", "ShareAlikeApp", "ShareAlikeShare", "ImgShareApp", "ImgShareShare"],
+                           "FerryCLI", "ShareAlikeApp", "ShareAlikeShare", "ImgShareApp", "ImgShareShare", "FerryDelegateCheck"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
