@@ -59,7 +59,12 @@ public final class FerryStore: Sendable {
             // GRDB sets NORMAL with WAL: a commit then survives the process dying but not the
             // machine losing power. A sync per commit is what "durable before acknowledged"
             // means, and grouped commits make it cheap.
-            try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+            // Each grouped write runs in a savepoint, whose undo pages SQLite keeps in a
+            // statement journal: a temporary file by default, which cost ten `pwrite`s per
+            // enqueued task (nine in ten of ferryd's writes). In memory it is a copy.
+            try pool.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA synchronous = FULL; PRAGMA temp_store = MEMORY")
+            }
         } catch {
             try? pool.close()
             throw FerryStoreError.wrapping(error, path: path, while: "set up the database")

@@ -15,6 +15,7 @@ struct OpeningTests {
             #expect(try await store.scalarForTest("PRAGMA foreign_keys") == "1")
             #expect(try await store.scalarForTest("SELECT group_concat(identifier) FROM grdb_migrations") == "v1,v2,v3,v4,v5,v6,v7,v8,v9,v10,v11,v12,v13")
             #expect(try await store.writerScalarForTest("PRAGMA synchronous") == "2", "FULL: every commit is synced")
+            #expect(try await store.writerScalarForTest("PRAGMA temp_store") == "2", "MEMORY: savepoint journals are not files")
             let tables = try await store.scalarForTest(
                 "SELECT group_concat(name) FROM (SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('session','task','event') ORDER BY name)")
             #expect(tables == "event,session,task")
