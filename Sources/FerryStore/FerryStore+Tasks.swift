@@ -160,7 +160,9 @@ extension FerryStore {
     ) async throws -> TaskRecord {
         let path = self.path
         return try await write("update task \(identifier) of \(session)") { db in
-            guard let before = try Self.fetchTask(db, session: session, task: identifier) else {
+            guard let (before, stored) = try TaskRecord.fetchOneWithValues(
+                db, "WHERE session_identifier = ? AND task_identifier = ?", arguments: [session, identifier])
+            else {
                 throw FerryStoreError.unknownTask(identifier, session: session, path: path)
             }
             var after = before
@@ -177,7 +179,7 @@ extension FerryStore {
                     path: path)
             }
             after.updatedAt = now
-            try after.update(db)
+            try after.update(db, changedFrom: stored)
             for event in events {
                 _ = try Self.insertEvent(db, event, now: now)
             }

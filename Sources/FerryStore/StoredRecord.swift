@@ -15,7 +15,8 @@ protocol StoredRecord: Sendable {
     init(row: inout RowReader) throws
 }
 
-/// A table's name and columns, and the statements built from them once per type.
+/// A table's name and columns, the insert built from them once per type, and updates of the
+/// columns a change touched.
 struct StoredTable: Sendable {
     let name: String
     let columns: [String]
@@ -23,7 +24,6 @@ struct StoredTable: Sendable {
     /// `"col1", "col2", …`: what the store's queries select, in the order records read.
     let selection: String
     let insertSQL: String
-    let updateSQL: String
     /// Where each identity column is in `columns`.
     private let identityIndices: [Int]
     private let otherIndices: [Int]
@@ -37,14 +37,18 @@ struct StoredTable: Sendable {
         selection = columns.map { "\"\($0)\"" }.joined(separator: ", ")
         let marks = Array(repeating: "?", count: columns.count).joined(separator: ", ")
         insertSQL = "INSERT INTO \(name) (\(selection)) VALUES (\(marks))"
-        let assignments = otherIndices.map { "\"\(columns[$0])\" = ?" }.joined(separator: ", ")
-        let condition = identity.map { "\"\($0)\" = ?" }.joined(separator: " AND ")
-        updateSQL = "UPDATE \(name) SET \(assignments) WHERE \(condition)"
     }
 
-    /// The update's arguments: every other column, then the identity.
-    func updateArguments(_ values: [DatabaseValue]) -> StatementArguments {
-        StatementArguments(otherIndices.map { values[$0] } + identityIndices.map { values[$0] })
+    /// An update of only the columns whose values differ between `old` and `new` (both in
+    /// `columns`' order), or nil when none does. SQLite then leaves alone the indexes of the
+    /// columns not set (setting every column rewrites every index's entry).
+    func changedUpdate(from old: [DatabaseValue], to new: [DatabaseValue]) -> (sql: String, arguments: StatementArguments)? {
+        let changed = otherIndices.filter { old[$0] != new[$0] }
+        guard !changed.isEmpty else { return nil }
+        let assignments = changed.map { "\"\(columns[$0])\" = ?" }.joined(separator: ", ")
+        let condition = identityColumns.map { "\"\($0)\" = ?" }.joined(separator: " AND ")
+        return ("UPDATE \(name) SET \(assignments) WHERE \(condition)",
+                StatementArguments(changed.map { new[$0] } + identityIndices.map { new[$0] }))
     }
 }
 
@@ -57,9 +61,19 @@ extension StoredRecord {
         try db.cachedStatement(sql: Self.table.insertSQL).execute(arguments: StatementArguments(columnValues()))
     }
 
-    /// Writes every column of the row the record's identity names.
-    func update(_ db: Database) throws {
-        try db.cachedStatement(sql: Self.table.updateSQL).execute(arguments: Self.table.updateArguments(columnValues()))
+    /// Writes the columns that differ from `stored`, the row as it was read (its values in
+    /// the table's column order); nothing when none does. Each set of columns is compiled
+    /// once per connection.
+    func update(_ db: Database, changedFrom stored: [DatabaseValue]) throws {
+        guard let update = Self.table.changedUpdate(from: stored, to: try columnValues()) else { return }
+        try db.cachedStatement(sql: update.sql).execute(arguments: update.arguments)
+    }
+
+    /// The record `SELECT <selection> FROM <table> <clauses>` finds, with the row's values as
+    /// stored (for ``update(_:changedFrom:)``).
+    static func fetchOneWithValues(_ db: Database, _ clauses: String, arguments: StatementArguments = []) throws -> (Self, [DatabaseValue])? {
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: select(clauses)), arguments: arguments) else { return nil }
+        return (try read(row), Array(row.databaseValues))
     }
 
     /// The records `SELECT <selection> FROM <table> <clauses>` finds.
