@@ -58,23 +58,29 @@ enum ServerTrustProbe {
         let done = loop.makePromise(of: Void.self)
         let timer = loop.scheduleTask(in: timeout) { done.fail(ChannelError.connectTimeout(timeout)) }
         defer { timer.cancel() }
-        let channel = try await ClientBootstrap(group: loop)
-            .connectTimeout(timeout)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    let tls: NIOSSLClientHandler
-                    if let capture {
-                        tls = try NIOSSLClientHandler(context: context, serverHostname: serverName) { certificates, verdict in
-                            capture(certificates)
-                            verdict.succeed(.certificateVerified)
+        let channel: any Channel
+        do {
+            channel = try await ClientBootstrap(group: loop)
+                .connectTimeout(timeout)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        let tls: NIOSSLClientHandler
+                        if let capture {
+                            tls = try NIOSSLClientHandler(context: context, serverHostname: serverName) { certificates, verdict in
+                                capture(certificates)
+                                verdict.succeed(.certificateVerified)
+                            }
+                        } else {
+                            tls = try NIOSSLClientHandler(context: context, serverHostname: serverName)
                         }
-                    } else {
-                        tls = try NIOSSLClientHandler(context: context, serverHostname: serverName)
+                        try channel.pipeline.syncOperations.addHandlers(tls, HandshakeWaiter(done: done))
                     }
-                    try channel.pipeline.syncOperations.addHandlers(tls, HandshakeWaiter(done: done))
                 }
-            }
-            .connect(host: host, port: port).get()
+                .connect(host: host, port: port).get()
+        } catch {
+            done.fail(error)  // a promise left unfulfilled traps in NIO's debug builds
+            throw error
+        }
         do {
             try await done.futureResult.get()
         } catch {

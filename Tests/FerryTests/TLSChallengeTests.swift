@@ -154,6 +154,16 @@ struct TLSChallengeTests {
         }
     }
 
+    @Test("a delegate that judges trust, and a host nobody answers on: the task fails with cannotConnectToHost, the delegate is not asked")
+    func unreachableHost() async throws {
+        let judging = ConnectionQuestions { _ in (.performDefaultHandling, nil) }
+        let session = URLSession(configuration: .ephemeral, delegate: judging, delegateQueue: nil)
+        let error = await #expect(throws: URLError.self) { _ = try await session.data(from: URL(string: "https://127.0.0.1:9/")!) }
+        #expect(error?.code == .cannotConnectToHost, "\(String(describing: error))")
+        #expect(judging.asked.isEmpty, "\(judging.asked)")
+        session.finishTasksAndInvalidate()
+    }
+
     /// The DER bytes of the first certificate in a PEM file.
     static func derOfPEM(_ path: String) throws -> Data {
         let text = try String(contentsOfFile: path, encoding: .utf8)
