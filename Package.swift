@@ -274,6 +274,7 @@ let package = Package(
         // MARK: Examples
         // PhotoDrop: an app and its share extension sharing a background session through an
         // app group; PhotoDropKit is the completion code both run (rule 5 of the ferryd issue).
+        // The native API's sample (Session, SessionDelegate); the other examples speak URLSession.
         .target(
             name: "PhotoDropKit",
             dependencies: ["Ferry", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
@@ -285,7 +286,7 @@ let package = Package(
         // What the example apps share: a JSON-lines history and a settings file in a container.
         .target(name: "ExampleSupport", dependencies: ["Ferry", "FerryCore"], path: "Examples/Support", swiftSettings: swiftSettings),
         // ShareAlike: a share extension that posts {text, image_details} JSON to a request bin
-        // through the group's background session; the app records how each post went.
+        // through the group's background URLSession; the app records how each post went.
         .target(name: "ShareAlikeKit", dependencies: ["Ferry", "ExampleSupport"], path: "Examples/ShareAlike/Kit", swiftSettings: swiftSettings),
         .executableTarget(name: "ShareAlikeApp", dependencies: ["ShareAlikeKit", "ExampleSupport", "Ferry"], path: "Examples/ShareAlike/App", swiftSettings: swiftSettings),
         .executableTarget(name: "ShareAlikeShare", dependencies: ["ShareAlikeKit", "ExampleSupport", "Ferry", "ShareKit"], path: "Examples/ShareAlike/Share", swiftSettings: swiftSettings),
@@ -294,8 +295,8 @@ let package = Package(
         .target(name: "ImgShareKit", dependencies: ["Ferry", "ExampleSupport"], path: "Examples/ImgShare/Kit", swiftSettings: swiftSettings),
         .executableTarget(name: "ImgShareApp", dependencies: ["ImgShareKit", "ExampleSupport", "Ferry"], path: "Examples/ImgShare/App", swiftSettings: swiftSettings),
         .executableTarget(name: "ImgShareShare", dependencies: ["ImgShareKit", "ExampleSupport", "Ferry", "ShareKit"], path: "Examples/ImgShare/Share", swiftSettings: swiftSettings),
-        // Byte Club: the NSURLSession tutorial's notes-and-photos club app on byteclub-server,
-        // built on the Ferry library only (ByteClubKit is the app's code; `byteclub` its CLI).
+        // Byte Club: the NSURLSession tutorial's notes-and-photos club app on byteclub-server, on
+        // the Ferry library only, in URLSession's spelling (ByteClubKit: the app's code; `byteclub`: its CLI).
         .target(
             name: "ByteClubKit",
             dependencies: [

@@ -80,6 +80,21 @@ struct NearMissCheckTests {
             + "'urlSession(_:task:didCompleteWithError:)' of 'URLSessionTaskDelegate' (error: Error? expected, Error! found): it will never be called")
     }
 
+    @Test("the examples in URLSession's spelling have delegate methods and no near miss (their targets cannot run the plugin in this package)")
+    func examplesHaveNoNearMisses() throws {
+        let examples = URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Examples")
+        let folders = ["ShareAlike", "ImgShare", "ByteClub", "Support"].map { examples.appendingPathComponent($0).path }
+        let requirements = try Self.requirements()
+        var methods = 0
+        for file in DelegateCheckCommand.swiftFiles(in: folders) {
+            let text = try String(contentsOfFile: file, encoding: .utf8)
+            methods += text.components(separatedBy: "func urlSession").count - 1
+            #expect(DelegateCheckCommand.nearMisses(in: text, requirements: requirements).isEmpty, "\(file)")
+        }
+        #expect(methods >= 10, "the examples' delegate methods were found (\(methods))")
+    }
+
     @Test("labels: a misspelling, a case or a shortened label is near; another word is not")
     func labelDistances() {
         func distance(_ expected: String, _ found: String, name: String = "x") -> Int? {

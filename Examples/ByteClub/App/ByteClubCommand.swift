@@ -4,7 +4,7 @@ import Ferry
 import Foundation
 
 /// byteclub: the Byte Club app — the members of a club share notes and photos in one folder of
-/// a Dropbox-v1-style service (byteclub-server), written on the Ferry library only.
+/// a Dropbox-v1-style service (byteclub-server), written on the Ferry library only, in URLSession's spelling.
 @main
 struct ByteClubCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -25,7 +25,9 @@ struct ByteClubCommand: AsyncParsableCommand {
 
     /// Commands report a ``ByteClubError`` as one line and its exit status.
     static func main() async {
-        // Started by ferryd for the background uploads' events: record them, then exit.
+        ByteClub.bootstrapLogging()
+        // Started by ferryd for the background uploads' events: record them, then exit (Ferry's
+        // BackgroundLaunch: what the platform's app delegate gets in handleEventsForBackgroundURLSession).
         if let launch = BackgroundLaunch.current {
             do {
                 Foundation.exit(try await BackgroundUploads.handle(launch, paths: ByteClubPaths()) ? 0 : 3)

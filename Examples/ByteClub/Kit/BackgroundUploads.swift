@@ -18,8 +18,8 @@ public enum BackgroundUploads {
     public static let sessionIdentifier = "org.ferry.byteclub.uploads"
 
     /// The session the uploads go through; its `Authorization` header goes with each task to ferryd.
-    public static func configuration(for account: ByteClubAccount?) -> Configuration {
-        var configuration = Configuration.background(identifier: sessionIdentifier)
+    public static func configuration(for account: ByteClubAccount?) -> URLSessionConfiguration {
+        let configuration = URLSessionConfiguration.background(withIdentifier: sessionIdentifier)
         if let account { configuration.httpAdditionalHeaders = ["Authorization": account.authorization] }
         return configuration
     }
@@ -28,12 +28,7 @@ public enum BackgroundUploads {
     /// disconnects; returns the tasks' identifiers.
     public static func start(_ files: [URL], club: ByteClub) throws -> [(file: URL, task: Int)] {
         let history = History(paths: club.paths)
-        let session: Session
-        do {
-            session = try Session.background(configuration(for: club.account), delegate: HistoryRecorder(history: history))
-        } catch {
-            throw ByteClubError.from(error)
-        }
+        let session = try backgroundSession(configuration(for: club.account), delegate: HistoryRecorder(history: history))
         defer { session.finishTasksAndInvalidate() }
         return try files.map { file in
             guard FileManager.default.isReadableFile(atPath: file.path) else { throw ByteClubError.local("cannot read \(file.path)") }
@@ -45,19 +40,24 @@ public enum BackgroundUploads {
         }
     }
 
-    /// In the process ferryd started: takes the session's events, records them, and returns
-    /// when ferryd says they are all delivered (or after `timeout`).
+    /// In the process ferryd started (Ferry's `BackgroundLaunch`, the Linux form of
+    /// `application(_:handleEventsForBackgroundURLSession:completionHandler:)`): takes the
+    /// session's events, records them, and returns when ferryd says they are all delivered
+    /// (or after `timeout`).
     public static func handle(_ launch: BackgroundLaunch, paths: ByteClubPaths, timeout: Duration = .seconds(120)) async throws -> Bool {
         let recorder = HistoryRecorder(history: History(paths: paths), whenEventsFinished: launch.completionHandler)
-        let session: Session
-        do {
-            session = try Session.background(configuration(for: nil), delegate: recorder)
-        } catch {
-            throw ByteClubError.from(error)
-        }
+        let session = try backgroundSession(configuration(for: nil), delegate: recorder)
         let finished = await launch.waitForCompletionHandler(timeout: timeout)
         session.finishTasksAndInvalidate()
         return finished
+    }
+
+    /// The background session, or why ferryd cannot take it.
+    static func backgroundSession(_ configuration: URLSessionConfiguration, delegate: HistoryRecorder) throws -> URLSession {
+        let session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+        // Ferry's own check: the platform's session cannot fail to start, ferryd's can.
+        if let failure = session.session.backgroundConnectionError { throw ByteClubError.from(URLError(failure)) }
+        return session
     }
 }
 
@@ -94,34 +94,36 @@ public struct History: Sendable {
     }
 }
 
-/// The background session's delegate in both processes: keeps each upload's answer and writes
-/// its outcome when it completes.
-final class HistoryRecorder: SessionDelegate {
+/// The background session's delegate in both processes: keeps each upload's answer (by task,
+/// as the samples do) and writes its outcome when it completes.
+final class HistoryRecorder: NSObject, Sendable {
     private let history: History
-    private let answers = NIOLockedValueBox<[Int: Data]>([:])
+    private let answers = NIOLockedValueBox<[URLSessionTask: Data]>([:])
     private let whenEventsFinished: (@Sendable () -> Void)?
 
     init(history: History, whenEventsFinished: (@Sendable () -> Void)? = nil) {
         self.history = history
         self.whenEventsFinished = whenEventsFinished
     }
+}
 
-    func session(_ session: Session, dataTask: DataTask, didReceive data: Data) async {
-        answers.withLockedValue { $0[dataTask.taskIdentifier, default: Data()].append(data) }
+extension HistoryRecorder: URLSessionDataDelegate {
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        answers.withLockedValue { $0[dataTask, default: Data()].append(data) }
     }
 
-    func session(_ session: Session, task: SessionTask, didCompleteWithError error: FerryError?) async {
-        let answer = answers.withLockedValue { $0.removeValue(forKey: task.taskIdentifier) } ?? Data()
-        let status = task.response?.statusCode
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: Error?) {
+        let answer = answers.withLockedValue { $0.removeValue(forKey: task) } ?? Data()
+        let response = task.response as? HTTPURLResponse
+        let name = task.taskDescription ?? task.originalRequest?.url?.lastPathComponent ?? ""
         var outcome = UploadOutcome(
-            task: task.taskIdentifier, name: task.taskDescription ?? task.originalRequest.url.lastPathComponent,
-            status: status, storedAs: nil, error: error.map { ByteClubError.from($0).description }, date: Date())
-        if let status, error == nil {
-            if status == 200 {
+            task: task.taskIdentifier, name: name, status: response?.statusCode, storedAs: nil,
+            error: error.map { ByteClubError.from($0).description }, date: Date())
+        if let response, error == nil {
+            if response.statusCode == 200 {
                 outcome.storedAs = (try? JSONDecoder().decode(FileMetadata.self, from: answer))?.name
             } else {
-                let headers = task.response?.headers ?? [:]
-                outcome.error = ByteClubError.from(status: status, headers: headers, body: answer, what: "photo \(outcome.name)").description
+                outcome.error = ByteClubError.from(response, body: answer, what: "photo \(outcome.name)").description
             }
         }
         do { try history.record(outcome) } catch {
@@ -129,7 +131,7 @@ final class HistoryRecorder: SessionDelegate {
         }
     }
 
-    func sessionDidFinishEvents(forBackgroundSession session: Session) async {
+    func urlSessionDidFinishEvents(forBackgroundURLSession session: URLSession) {
         whenEventsFinished?()
     }
 }

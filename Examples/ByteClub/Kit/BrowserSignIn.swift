@@ -4,7 +4,7 @@ import Ferry
 /// Signing in the way native apps do (RFC 8252): OAuth 2.0 authorization code with PKCE and a
 /// loopback redirect. The app listens on `127.0.0.1`, the member approves it on the server's
 /// page in a browser, the browser brings the code back to the listener, and the app redeems
-/// the code (with its PKCE verifier) for an access token through a Ferry session.
+/// the code (with its PKCE verifier) for an access token through a `URLSession`.
 ///
 /// ```swift
 /// let signIn = try BrowserSignIn(server: URL(string: "http://127.0.0.1:8080")!)
@@ -72,25 +72,27 @@ public struct BrowserSignIn: Sendable {
         return .success(code)
     }
 
-    /// The token for `code`: `POST /oauth2/token` through an ephemeral Ferry session.
+    /// The token for `code`: `POST /oauth2/token` through an ephemeral session.
     public func redeem(_ code: String) async throws -> ByteClubAccount {
-        var request = Request(url: ClubRoutes(server: server).token, method: "POST")
-        request.headers["Content-Type"] = "application/x-www-form-urlencoded"
-        request.headers["Accept"] = "application/json"
+        var request = URLRequest(url: ClubRoutes(server: server).token)
+        request.httpMethod = "POST"
+        request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
         let allowed = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
         let form = [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirectURI), ("client_id", Self.clientID),
                     ("code_verifier", pkce.verifier)]
-        request.body = Data(form.map { "\($0)=\($1.addingPercentEncoding(withAllowedCharacters: allowed)!)" }.joined(separator: "&").utf8)
-        let session = Session(configuration: .ephemeral)
+        request.httpBody = Data(form.map { "\($0)=\($1.addingPercentEncoding(withAllowedCharacters: allowed)!)" }.joined(separator: "&").utf8)
+        let session = URLSession(configuration: .ephemeral)
         defer { session.finishTasksAndInvalidate() }
-        let (data, response): (Data, Response)
-        do { (data, response) = try await session.data(for: request) } catch let error as FerryError { throw ByteClubError.from(error) }
-        guard response.statusCode == 200 else {
+        let (data, response): (Data, URLResponse)
+        do { (data, response) = try await session.data(for: request) } catch let error as URLError { throw ByteClubError.from(error) }
+        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+        guard status == 200 else {
             let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
-            let error = object?["error"] as? String ?? HTTPStatusText.phrase(response.statusCode)
+            let error = object?["error"] as? String ?? HTTPStatusText.phrase(status)
             let detail = (object?["error_description"] as? String).map { "\(error): \($0)" } ?? error
-            if response.statusCode >= 500 { throw ByteClubError.server(status: response.statusCode, detail) }
-            throw ByteClubError.badRequest(status: response.statusCode, "the server did not give a token for the code (\(detail))")
+            if status >= 500 { throw ByteClubError.server(status: status, detail) }
+            throw ByteClubError.badRequest(status: status, "the server did not give a token for the code (\(detail))")
         }
         guard let token = try? JSONDecoder().decode(TokenResponse.self, from: data), token.tokenType.lowercased() == "bearer" else {
             throw ByteClubError.server(status: 200, "the token endpoint's answer is not an OAuth bearer token")

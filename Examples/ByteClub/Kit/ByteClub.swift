@@ -1,9 +1,9 @@
 import Ferry
-import Foundation
+public import Foundation
 import Logging
 import NIOConcurrencyHelpers
 
-/// The club's service, as the app talks to it: one ephemeral session whose configuration
+/// The club's service, as the app talks to it: one ephemeral `URLSession` whose configuration
 /// carries the account's `Authorization` header, as the tutorial's app had.
 ///
 /// ```swift
@@ -15,8 +15,9 @@ public final class ByteClub: Sendable {
     public let account: ByteClubAccount
     public let routes: ClubRoutes
     public let paths: ByteClubPaths
-    let session: Session
-    let progress: ProgressRelay
+    let session: URLSession
+    /// The session's delegate: the photo downloads' progress, files and endings.
+    let downloads: DownloadRelay
     /// Told when the app waits for a busy service by itself ("the server asks to wait 2 s").
     let notice: @Sendable (String) -> Void
     /// The longest `Retry-After` the app waits out by itself; longer ones are reported.
@@ -27,19 +28,29 @@ public final class ByteClub: Sendable {
         self.routes = ClubRoutes(server: account.server)
         self.paths = paths
         self.notice = notice
-        var configuration = Configuration.ephemeral
+        // Ferry's own (no URLSessionConfiguration property): partial downloads live in the
+        // cache, so Ctrl-C's resume data still finds them next run.
+        var ephemeral = Configuration.ephemeral
+        ephemeral.downloadDirectory = paths.cache.appendingPathComponent("partial", isDirectory: true)
+        try? FileManager.default.createDirectory(at: ephemeral.downloadDirectory, withIntermediateDirectories: true)
+        let configuration = URLSessionConfiguration(ephemeral)
         configuration.httpAdditionalHeaders = ["Authorization": account.authorization]
-        // Partial downloads live in the cache so Ctrl-C's resume data still finds them next run.
-        configuration.downloadDirectory = paths.cache.appendingPathComponent("partial", isDirectory: true)
-        try? FileManager.default.createDirectory(at: configuration.downloadDirectory, withIntermediateDirectories: true)
-        progress = ProgressRelay()
-        // Ferry's own notices (a cancelled upload) are not for the member; BYTECLUB_LOG_LEVEL shows them.
-        var logger = Logger(label: "byteclub")
-        logger.logLevel = ProcessInfo.processInfo.environment["BYTECLUB_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
-        session = Session(configuration: configuration, delegate: progress, logger: logger)
+        downloads = DownloadRelay()
+        session = URLSession(configuration: configuration, delegate: downloads, delegateQueue: nil)
     }
 
     deinit { session.finishTasksAndInvalidate() }
+
+    /// Ferry's own notices (a cancelled upload) are not for the member: the app logs warnings
+    /// and worse unless `BYTECLUB_LOG_LEVEL` asks for more. Call once, before anything logs.
+    public static func bootstrapLogging(environment: [String: String] = ProcessInfo.processInfo.environment) {
+        let level = environment["BYTECLUB_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+    }
 
     // MARK: Notes
 
@@ -47,7 +58,7 @@ public final class ByteClub: Sendable {
     public func notes() async throws -> [Note] {
         let folder: FileMetadata
         do {
-            folder = try await fetchJSON(Request(url: routes.notesListing), what: "the club's folder /\(ClubRoutes.folder)")
+            folder = try await fetchJSON(URLRequest(url: routes.notesListing), what: "the club's folder /\(ClubRoutes.folder)")
         } catch ByteClubError.notFound {
             return []  // nobody wrote anything yet
         }
@@ -57,9 +68,10 @@ public final class ByteClub: Sendable {
     /// A note's text and the metadata of the revision read (whose `rev` an edit names).
     public func readNote(named name: String) async throws -> (text: String, metadata: FileMetadata) {
         let path = ClubRoutes.notePath(name)
-        let (data, response) = try await send(Request(url: routes.file(path)), what: "note \(name)")
+        let (data, response) = try await send(URLRequest(url: routes.file(path)), what: "note \(name)")
         let text = String(decoding: data, as: UTF8.self)
-        if let header = response.headers["x-dropbox-metadata"], let metadata = try? JSONDecoder().decode(FileMetadata.self, from: Data(header.utf8)) {
+        if let header = response.value(forHTTPHeaderField: "x-dropbox-metadata"),
+           let metadata = try? JSONDecoder().decode(FileMetadata.self, from: Data(header.utf8)) {
             return (text, metadata)
         }
         return (text, try await self.metadata(path))
@@ -78,9 +90,10 @@ public final class ByteClub: Sendable {
     /// only on HTTP 200. With `parentRev` it replaces that revision; without, it makes a new
     /// note (the service picks `name (1).txt` when the name is taken).
     public func saveNote(named name: String, text: String, parentRev: String? = nil) async throws -> SavedNote {
-        var request = Request(url: routes.put(ClubRoutes.notePath(name), parentRev: parentRev), method: "PUT")
-        request.headers["Content-Type"] = "text/plain; charset=utf-8"
-        let metadata: FileMetadata = try await upload(request, body: .data(Data(text.utf8)), what: "note \(name)")
+        var request = URLRequest(url: routes.put(ClubRoutes.notePath(name), parentRev: parentRev))
+        request.httpMethod = "PUT"
+        request.setValue("text/plain; charset=utf-8", forHTTPHeaderField: "Content-Type")
+        let metadata: FileMetadata = try await upload(request, from: .data(Data(text.utf8)), what: "note \(name)")
         return SavedNote(metadata: metadata, requestedName: name)
     }
 
@@ -91,10 +104,10 @@ public final class ByteClub: Sendable {
         var components = URLComponents(url: routes.file(path), resolvingAgainstBaseURL: false)!
         components.percentEncodedPath = components.percentEncodedPath.replacingOccurrences(of: "/1/files/", with: "/1/metadata/")
         components.queryItems = [URLQueryItem(name: "list", value: "false")]
-        return try await fetchJSON(Request(url: components.url!), what: path)
+        return try await fetchJSON(URLRequest(url: components.url!), what: path)
     }
 
-    func fetchJSON<T: Decodable>(_ request: Request, what: String) async throws -> T {
+    func fetchJSON<T: Decodable>(_ request: URLRequest, what: String) async throws -> T {
         let (data, _) = try await send(request, what: what)
         return try decode(data, what: what)
     }
@@ -105,67 +118,54 @@ public final class ByteClub: Sendable {
         }
     }
 
-    /// A data task; a 429/503 whose `Retry-After` is short is waited out (and said), anything
-    /// else that is not 2xx becomes a ``ByteClubError``.
-    func send(_ request: Request, what: String) async throws -> (Data, Response) {
+    /// A data task (`data(for:)`); a 429/503 whose `Retry-After` is short is waited out (and
+    /// said), anything else that is not 2xx becomes a ``ByteClubError``.
+    func send(_ request: URLRequest, what: String) async throws -> (Data, HTTPURLResponse) {
         try await retryingWhenBusy(what: what) {
-            do { return try await session.data(for: request) } catch let error as FerryError { throw ByteClubError.from(error) }
+            do { return try await session.data(for: request) } catch let error as URLError { throw ByteClubError.from(error) }
         }
     }
 
-    /// An upload task (the tutorial's `uploadTaskWithRequest:fromData:`), answered with metadata.
-    func upload(_ request: Request, body: UploadBody, what: String, watcher: ProgressRelay.Watcher? = nil) async throws -> FileMetadata {
-        let (data, _) = try await retryingWhenBusy(what: what) { try await runUpload(request, body: body, watcher: watcher) }
+    /// What an upload task sends: bytes in memory, or a file.
+    enum UploadSource {
+        case data(Data)
+        case file(URL)
+    }
+
+    /// An upload task (the tutorial's `uploadTask(with:from:completionHandler:)`, awaited),
+    /// answered with metadata; `progress` hears its `didSendBodyData` through a delegate of
+    /// the task's own. Cancelling the calling Swift task cancels it.
+    func upload(_ request: URLRequest, from source: UploadSource, what: String,
+                progress: ProgressWatcher? = nil) async throws -> FileMetadata {
+        let (data, _) = try await retryingWhenBusy(what: what) {
+            let delegate = progress.map(UploadProgress.init)
+            do {
+                switch source {
+                case .data(let body): return try await session.upload(for: request, from: body, delegate: delegate)
+                case .file(let file): return try await session.upload(for: request, fromFile: file, delegate: delegate)
+                }
+            } catch let error as URLError {
+                throw ByteClubError.from(error)
+            }
+        }
         return try decode(data, what: what)
-    }
-
-    private func runUpload(_ request: Request, body: UploadBody, watcher: ProgressRelay.Watcher?) async throws -> (Data, Response) {
-        let outcome = Outcome<(Data, Response)>()
-        let task = session.uploadTask(with: request, body: body) { data, response, error in
-            if let error { outcome.set(.failure(ByteClubError.from(error))) }
-            else if let response { outcome.set(.success((data ?? Data(), response))) }
-        }
-        if let watcher { progress.watch(task, with: watcher) }
-        defer { progress.stopWatching(task) }
-        return try await run(task) { try outcome.get(or: task) }
-    }
-
-    /// Resumes `task` and waits for it; cancelling the caller cancels it (with `cancel` when
-    /// given: a download's keeps resume data).
-    func run<T>(_ task: SessionTask, cancel: (@Sendable () -> Void)? = nil, outcome: () throws -> T) async throws -> T {
-        await withTaskCancellationHandler {
-            task.resume()
-            await task.waitUntilCompleted()
-        } onCancel: {
-            if let cancel { cancel() } else { task.cancel() }
-        }
-        return try outcome()
     }
 
     /// Runs `attempt` again while the service answers 429/503 with a `Retry-After` of at most
     /// ``longestWait`` seconds (three times at most), telling the member each time.
-    func retryingWhenBusy(what: String, _ attempt: () async throws -> (Data, Response)) async throws -> (Data, Response) {
+    func retryingWhenBusy(what: String, _ attempt: () async throws -> (Data, URLResponse)) async throws -> (Data, HTTPURLResponse) {
         var waits = 0
         while true {
-            let (data, response) = try await attempt()
+            let (data, answer) = try await attempt()
+            guard let response = answer as? HTTPURLResponse else {
+                throw ByteClubError.server(status: 0, "the answer for \(what) is not an HTTP response")
+            }
             if (200..<300).contains(response.statusCode) { return (data, response) }
-            let error = ByteClubError.from(status: response.statusCode, headers: response.headers, body: data, what: what)
+            let error = ByteClubError.from(response, body: data, what: what)
             guard case .busy(_, let retryAfter?) = error, retryAfter <= Self.longestWait, waits < 3 else { throw error }
             waits += 1
             notice("the server is busy (\(response.statusCode)); waiting \(retryAfter) s as it asks")
             try await Task.sleep(for: .seconds(retryAfter))
         }
-    }
-}
-
-/// A task's result, set once by its completion handler.
-final class Outcome<Value: Sendable>: Sendable {
-    private let box = NIOLockedValueBox<Result<Value, any Error>?>(nil)
-    func set(_ result: Result<Value, any Error>) { box.withLockedValue { $0 = $0 ?? result } }
-    func get(or task: SessionTask) throws -> Value {
-        guard let result = box.withLockedValue({ $0 }) else {
-            throw task.error.map(ByteClubError.from) ?? ByteClubError.unreachable("the transfer ended without an answer")
-        }
-        return try result.get()
     }
 }

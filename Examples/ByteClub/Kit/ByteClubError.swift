@@ -1,4 +1,4 @@
-public import Ferry
+import Ferry
 public import Foundation
 
 /// What went wrong, in the words a member needs, with the exit status `byteclub` uses for it
@@ -72,26 +72,32 @@ public enum ByteClubError: Error, Sendable, CustomStringConvertible, Equatable {
     }
 
     /// The error for an HTTP answer that is not a success; `body` is the service's JSON
-    /// (`{"error": "…"}`) when it sent one.
-    public static func from(status: Int, headers: HeaderFields, body: Data?, what: String) -> ByteClubError {
+    /// (`{"error": "…"}`) when it sent one, `retryAfter` its `Retry-After` header.
+    public static func from(status: Int, retryAfter: String?, body: Data?, what: String) -> ByteClubError {
         let detail = serviceMessage(body) ?? HTTPStatusText.phrase(status)
         switch status {
         case 400, 405, 409, 411, 413, 415, 416: return .badRequest(status: status, detail)
         case 401: return .signInAgain(detail)
         case 403: return .forbidden(detail)
         case 404: return .notFound(what)
-        case 429, 503: return .busy(status: status, retryAfter: headers["Retry-After"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) })
+        case 429, 503: return .busy(status: status, retryAfter: retryAfter.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) })
         case 507: return .overQuota(detail)
         default: return .server(status: status, detail)
         }
     }
 
-    /// A transport failure, as the member should read it.
-    public static func from(_ error: FerryError) -> ByteClubError {
+    /// The error for an HTTP answer that is not a success, from the response itself.
+    static func from(_ response: HTTPURLResponse?, body: Data?, what: String) -> ByteClubError {
+        from(status: response?.statusCode ?? 0, retryAfter: response?.value(forHTTPHeaderField: "Retry-After"), body: body, what: what)
+    }
+
+    /// A transport failure (the `URLError` a task ended with), as the member should read it.
+    public static func from(_ error: any Error) -> ByteClubError {
+        guard let error = error as? URLError else { return .unreachable(error.localizedDescription) }
         switch error.code {
         case .cancelled: return .cancelled
-        case .fileDoesNotExist, .cannotReadFile, .cannotWriteToFile: return .local(error.message)
-        default: return .unreachable(error.message)
+        case .fileDoesNotExist, .noPermissionsToReadFile, .cannotWriteToFile: return .local(error.localizedDescription)
+        default: return .unreachable(error.localizedDescription)
         }
     }
 

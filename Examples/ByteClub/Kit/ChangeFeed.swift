@@ -62,11 +62,12 @@ extension ByteClub {
     func latestCursor(from cursor: String? = nil) async throws -> String {
         var cursor = cursor
         for _ in 0..<10_000 {
-            var request = Request(url: routes.delta, method: "POST")
-            request.headers["Content-Type"] = "application/x-www-form-urlencoded"
+            var request = URLRequest(url: routes.delta)
+            request.httpMethod = "POST"
+            request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
             var form = "path_prefix=" + ("/" + ClubRoutes.folder).addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
             if let cursor { form += "&cursor=" + cursor.addingPercentEncoding(withAllowedCharacters: .alphanumerics)! }
-            request.body = Data(form.utf8)
+            request.httpBody = Data(form.utf8)
             let page: DeltaPage = try await fetchJSON(request, what: "the club's changes")
             cursor = page.cursor
             if !page.hasMore { return page.cursor }
@@ -80,7 +81,7 @@ extension ByteClub {
     }
 
     func longPoll(cursor: String, seconds: Int) async throws -> LongPoll {
-        var request = Request(url: routes.longpollDelta(cursor: cursor, timeout: seconds))
+        var request = URLRequest(url: routes.longpollDelta(cursor: cursor, timeout: seconds))
         // The service holds the request up to `seconds` (plus its jitter, up to 90 s at Dropbox).
         request.timeoutInterval = TimeInterval(seconds + 90)
         return try await fetchJSON(request, what: "the club's change feed")

@@ -1,12 +1,13 @@
 public import Ferry
 public import Foundation
+import NIOConcurrencyHelpers
 
 extension ByteClub {
     /// The club's photos (`search …/photos?query=.jpg`), by name, without thumbnails.
     public func photos() async throws -> [Photo] {
         let found: [FileMetadata]
         do {
-            found = try await fetchJSON(Request(url: routes.photosSearch), what: "the photos folder /\(ClubRoutes.photosFolder)")
+            found = try await fetchJSON(URLRequest(url: routes.photosSearch), what: "the photos folder /\(ClubRoutes.photosFolder)")
         } catch ByteClubError.notFound {
             return []  // no photo uploaded yet
         }
@@ -21,13 +22,14 @@ extension ByteClub {
     public func uploadPhoto(_ file: URL, as name: String? = nil, progress: (@Sendable (TransferProgress) -> Void)? = nil) async throws -> FileMetadata {
         let name = name ?? file.lastPathComponent
         guard FileManager.default.isReadableFile(atPath: file.path) else { throw ByteClubError.local("cannot read \(file.path)") }
-        return try await upload(photoUpload(name), body: .file(file), what: "photo \(name)", watcher: progress)
+        return try await upload(photoUpload(name), from: .file(file), what: "photo \(name)", progress: progress)
     }
 
     /// The request that uploads the photo `name` (the background uploads send the same).
-    public func photoUpload(_ name: String) -> Request {
-        var request = Request(url: routes.put(ClubRoutes.photoPath(name), parentRev: nil), method: "PUT")
-        request.headers["Content-Type"] = "image/jpeg"
+    public func photoUpload(_ name: String) -> URLRequest {
+        var request = URLRequest(url: routes.put(ClubRoutes.photoPath(name), parentRev: nil))
+        request.httpMethod = "PUT"
+        request.setValue("image/jpeg", forHTTPHeaderField: "Content-Type")
         return request
     }
 
@@ -39,48 +41,59 @@ extension ByteClub {
         public var resumedAt: Int64?
     }
 
-    /// Downloads a photo to `destination` (never over an existing file) with a download task.
-    /// When the caller is cancelled (Ctrl-C) the task is cancelled *producing resume data*,
-    /// kept in the cache beside the partial file; the next call for the same photo continues
-    /// from there with a range request (a `206`), as the tutorial's pause and resume did.
+    /// Downloads a photo to `destination` (never over an existing file) with a download task
+    /// and the session's delegate. When the caller is cancelled (Ctrl-C) the task is cancelled
+    /// *producing resume data* (`cancel(byProducingResumeData:)`), kept in the cache beside the
+    /// partial file; the next call for the same photo continues from there with
+    /// `downloadTask(withResumeData:)` (a range request, a `206`), as the tutorial's pause and
+    /// resume did.
     public func downloadPhoto(named name: String, to destination: URL, progress: (@Sendable (TransferProgress) -> Void)? = nil) async throws -> PhotoDownload {
         guard !FileManager.default.fileExists(atPath: destination.path) else {
             throw ByteClubError.usage("\(destination.path) exists; choose another name with -o")
         }
         let path = ClubRoutes.photoPath(name)
         let resume = ResumeDataFile(paths: paths, path: path)
-        let task = resume.load().map(session.downloadTask(withResumeData:)) ?? session.downloadTask(with: Request(url: routes.file(path)))
+        let task = resume.load().map(session.downloadTask(withResumeData:)) ?? session.downloadTask(with: URLRequest(url: routes.file(path)))
         let staged = destination.deletingLastPathComponent().appendingPathComponent(".\(destination.lastPathComponent).byteclub-\(getpid())")
-        let arrived = Outcome<URL>()
-        let resumedAt = Outcome<Int64>()
-        self.progress.watch(task, with: { step in
-            if step.resumedAt > 0 { resumedAt.set(.success(step.resumedAt)) }
+        let arrived = NIOLockedValueBox<Result<URL, ByteClubError>?>(nil)
+        let resumedAt = NIOLockedValueBox<Int64?>(nil)
+        let ending = Ending()
+        downloads.watch(task, progress: { step in
+            if step.resumedAt > 0 { resumedAt.withLockedValue { $0 = $0 ?? step.resumedAt } }
             progress?(step)
         }, arrival: { location in
             // Moved at once: the session deletes the file when this returns.
             do {
                 try FileManager.default.moveItem(at: location, to: staged)
-                arrived.set(.success(staged))
+                arrived.withLockedValue { $0 = .success(staged) }
             } catch {
-                arrived.set(.failure(ByteClubError.local("cannot keep the download at \(staged.path): \(error)")))
+                arrived.withLockedValue { $0 = .failure(ByteClubError.local("cannot keep the download at \(staged.path): \(error)")) }
             }
-        })
-        defer { self.progress.stopWatching(task) }
-        try await run(task, cancel: { Task { _ = await task.cancelByProducingResumeData() } }) {}
-        if let error = task.error {
+        }, ending: ending)
+        let failure = await withTaskCancellationHandler {
+            task.resume()
+            return await ending.wait()
+        } onCancel: {
+            // The resume data comes with the task's error too, which is where it is taken from.
+            task.cancel(byProducingResumeData: { _ in })
+        }
+        if let failure {
             // Ctrl-C, or a connection lost for good: keep what can continue; never keep what cannot.
-            if let data = error.resumeData { try resume.save(data) } else { resume.remove() }
-            if error.code == .cannotDecodeResumeData { return try await downloadPhoto(named: name, to: destination, progress: progress) }
-            if error.code == .cancelled { throw ByteClubError.cancelled }
-            throw ByteClubError.from(error)
+            let error = failure as? URLError
+            if let data = error?.downloadTaskResumeData { try resume.save(data) } else { resume.remove() }
+            // Resume data the session cannot use (Ferry says `cannotDecodeRawData`): start over.
+            if error?.code == .cannotDecodeRawData { return try await downloadPhoto(named: name, to: destination, progress: progress) }
+            throw ByteClubError.from(failure)
         }
         resume.remove()
-        let file = try arrived.get(or: task)
-        guard let response = task.response, response.statusCode == 200 || response.statusCode == 206 else {
+        guard let file = try arrived.withLockedValue({ $0 })?.get() else {
+            throw ByteClubError.unreachable("the transfer ended without an answer")
+        }
+        let response = task.response as? HTTPURLResponse
+        guard let response, response.statusCode == 200 || response.statusCode == 206 else {
             let body = try? FileHandle(forReadingFrom: file).read(upToCount: 64 << 10)
             try? FileManager.default.removeItem(at: file)
-            let status = task.response?.statusCode ?? 0
-            throw ByteClubError.from(status: status, headers: task.response?.headers ?? [:], body: body ?? nil, what: "photo \(name)")
+            throw ByteClubError.from(response, body: body ?? nil, what: "photo \(name)")
         }
         do {
             try FileManager.default.moveItem(at: file, to: destination)
@@ -89,7 +102,7 @@ extension ByteClub {
             throw ByteClubError.local("cannot put the photo at \(destination.path): \(error)")
         }
         let bytes = (try? FileManager.default.attributesOfItem(atPath: destination.path)[.size] as? Int64) ?? 0
-        return PhotoDownload(file: destination, bytes: bytes, resumedAt: try? resumedAt.get(or: task))
+        return PhotoDownload(file: destination, bytes: bytes, resumedAt: resumedAt.withLockedValue { $0 })
     }
 }
 

@@ -14,7 +14,7 @@ extension ByteClub {
             .appendingPathComponent("\(escaped(photo.metadata.path.lowercased()))@\(escaped(photo.metadata.rev ?? "0")).jpg")
     }
 
-    /// The photos with their thumbnails, fetched by download tasks (``thumbnailsAtOnce`` at a
+    /// The photos with their thumbnails, fetched by download tasks (`download(for:)`) (``thumbnailsAtOnce`` at a
     /// time) into the cache when not there yet. A thumbnail that cannot be had leaves the
     /// photo's `thumbnail` nil; `fetched` tells how many were downloaded this time.
     public func withThumbnails(_ photos: [Photo]) async -> (photos: [Photo], fetched: Int) {
@@ -48,9 +48,9 @@ extension ByteClub {
         if FileManager.default.fileExists(atPath: file.path) { return (index, file, false) }
         guard photo.metadata.thumbExists else { return (index, nil, false) }
         do {
-            let (location, response) = try await session.download(for: Request(url: routes.thumbnail(photo.metadata.path)))
+            let (location, response) = try await session.download(for: URLRequest(url: routes.thumbnail(photo.metadata.path)))
             defer { try? FileManager.default.removeItem(at: location) }
-            guard response.statusCode == 200 else { return (index, nil, false) }
+            guard (response as? HTTPURLResponse)?.statusCode == 200 else { return (index, nil, false) }
             try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
             // Another listing may have put it there meanwhile: theirs is as good.
             if rename(location.path, file.path) != 0 && !FileManager.default.fileExists(atPath: file.path) { return (index, nil, false) }

@@ -64,16 +64,16 @@ public struct Upload: Codable, Sendable {
     public var date: Date
 }
 
-/// The tutorial's ImgurService: starts uploads in the background session, keeps a completion
-/// callback and the response bytes per task, and decides success (HTTP 200 with an image in
-/// the envelope). Tasks finished in another process (the extension that started them has
-/// exited) go to `fallback`, which the app sets to record them.
-public final class ImgurService: SessionDelegate {
-    public typealias Completion = @Sendable (Result<ImgurImage, ExampleError>, SessionTask) -> Void
+/// The screencast's ImgurService: starts uploads in the background session, keeps a
+/// completion callback and the response bytes per task (dictionaries keyed by the task), and
+/// decides success (HTTP 200 with an image in the envelope). Tasks finished in another process
+/// (the extension that started them has exited) go to `fallback`, which the app sets to record them.
+public final class ImgurService: NSObject, Sendable {
+    public typealias Completion = @Sendable (Result<ImgurImage, ExampleError>, URLSessionTask) -> Void
 
     private struct State {
-        var completions: [Int: Completion] = [:]
-        var received: [Int: Data] = [:]
+        var callbacks: [URLSessionTask: Completion] = [:]
+        var requestData: [URLSessionTask: Data] = [:]
     }
     private let state = Mutex(State())
     private let fallback: Completion
@@ -86,40 +86,17 @@ public final class ImgurService: SessionDelegate {
 
     /// Uploads the image file (raw bytes) with the app's Client-ID; `completion` is called
     /// in this process if the upload ends while it is connected.
-    public func upload(_ file: URL, contentType: String, title: String?, settings: Settings, session: Session,
-                       completion: @escaping Completion) -> UploadTask {
+    public func upload(_ file: URL, contentType: String, title: String?, settings: Settings, session: URLSession,
+                       completion: @escaping Completion) -> URLSessionUploadTask {
         var components = URLComponents(url: settings.server.appendingPathComponent("3/image"), resolvingAgainstBaseURL: false)!
         if let title, !title.isEmpty { components.queryItems = [URLQueryItem(name: "title", value: title)] }
-        var request = Request(url: components.url!, method: "POST")
-        request.headers.add(name: "Authorization", value: "Client-ID \(settings.clientID)")
-        request.headers.add(name: "Content-Type", value: contentType)
-        let task = session.uploadTask(with: request, fromFile: file)
-        state.withLock { $0.completions[task.taskIdentifier] = completion }
-        return task
-    }
-
-    public func session(_ session: Session, dataTask: DataTask, didReceive data: Data) async {
-        state.withLock { $0.received[dataTask.taskIdentifier, default: Data()].append(data) }
-    }
-
-    public func session(_ session: Session, task: SessionTask, didCompleteWithError error: FerryError?) async {
-        let (completion, body) = state.withLock { state in
-            (state.completions.removeValue(forKey: task.taskIdentifier), state.received.removeValue(forKey: task.taskIdentifier) ?? Data())
-        }
-        let result: Result<ImgurImage, ExampleError>
-        if let error {
-            result = .failure(ExampleError("\(error.code): \(error.message)"))
-        } else if task.response?.statusCode == 200, let image = Self.image(from: body) {
-            result = .success(image)
-        } else {
-            let message = (try? JSONSerialization.jsonObject(with: body) as? [String: Any]).flatMap { ($0["data"] as? [String: Any])?["error"] as? String }
-            result = .failure(ExampleError("HTTP \(task.response?.statusCode ?? 0)" + (message.map { ": \($0)" } ?? "")))
-        }
-        (completion ?? fallback)(result, task)
-    }
-
-    public func sessionDidFinishEvents(forBackgroundSession session: Session) async {
-        whenEventsFinished?()
+        var request = URLRequest(url: components.url!)
+        request.httpMethod = "POST"
+        request.setValue("Client-ID \(settings.clientID)", forHTTPHeaderField: "Authorization")
+        request.setValue(contentType, forHTTPHeaderField: "Content-Type")
+        let upload = session.uploadTask(with: request, fromFile: file)
+        state.withLock { $0.callbacks[upload] = completion }
+        return upload
     }
 
     static func image(from body: Data) -> ImgurImage? {
@@ -129,7 +106,7 @@ public final class ImgurService: SessionDelegate {
     }
 
     /// What both programs do with a finished upload: record it and remove the outbox copy.
-    public static func record(_ result: Result<ImgurImage, ExampleError>, task: SessionTask, handledBy: String) {
+    public static func record(_ result: Result<ImgurImage, ExampleError>, task: URLSessionTask, handledBy: String) {
         let file = task.taskDescription ?? ""
         var upload = Upload(task: task.taskIdentifier, file: file, handledBy: handledBy, date: Date())
         switch result {
@@ -138,7 +115,7 @@ public final class ImgurService: SessionDelegate {
             upload.title = image.title
             upload.status = 200
         case .failure(let error):
-            upload.status = task.response?.statusCode
+            upload.status = (task.response as? HTTPURLResponse)?.statusCode
             upload.error = error.description
         }
         do {
@@ -151,5 +128,33 @@ public final class ImgurService: SessionDelegate {
         } catch {
             FileHandle.standardError.write(Data("imgshare: cannot record upload \(task.taskIdentifier): \(error)\n".utf8))
         }
+    }
+}
+
+extension ImgurService: URLSessionDataDelegate {
+    /// The answer comes in one or more pieces: kept per task until it completes.
+    public func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        state.withLock { $0.requestData[dataTask, default: Data()].append(data) }
+    }
+
+    public func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: Error?) {
+        let (callback, body) = state.withLock { state in
+            (state.callbacks.removeValue(forKey: task), state.requestData.removeValue(forKey: task) ?? Data())
+        }
+        let status = (task.response as? HTTPURLResponse)?.statusCode
+        let result: Result<ImgurImage, ExampleError>
+        if let error {
+            result = .failure(ExampleError(TransferFailure.summary(error)))
+        } else if status == 200, let image = Self.image(from: body) {
+            result = .success(image)
+        } else {
+            let message = (try? JSONSerialization.jsonObject(with: body) as? [String: Any]).flatMap { ($0["data"] as? [String: Any])?["error"] as? String }
+            result = .failure(ExampleError("HTTP \(status ?? 0)" + (message.map { ": \($0)" } ?? "")))
+        }
+        (callback ?? fallback)(result, task)
+    }
+
+    public func urlSessionDidFinishEvents(forBackgroundURLSession session: URLSession) {
+        whenEventsFinished?()
     }
 }

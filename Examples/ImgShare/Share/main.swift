@@ -13,7 +13,7 @@ final class ShareViewController: ComposeServiceController {
     private var image: (file: URL, type: TypeIdentifier)?
     private var settings: Settings?
     /// Made while the sheet is shown, so Post only submits the upload and leaves.
-    private var session: Session?
+    private var session: URLSession?
     private let service = ImgurService(fallback: { result, task in ImgurService.record(result, task: task, handledBy: "extension") })
 
     override func presentationAnimationDidFinish() {
@@ -21,7 +21,7 @@ final class ShareViewController: ComposeServiceController {
         load {
             do {
                 self.settings = try ImgShare.settings().load()
-                self.session = try Session.background(ImgShare.group.configuration, delegate: self.service)
+                self.session = try ImgShare.group.makeSession(delegate: self.service)
                 let attachments = self.extensionContext.inputItems.flatMap(\.attachments)
                 guard let provider = attachments.first(where: { $0.hasItemConforming(toTypeIdentifier: .image) }),
                       case .file(let file) = try await provider.loadItem(forTypeIdentifier: .image),

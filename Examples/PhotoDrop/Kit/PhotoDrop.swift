@@ -6,6 +6,9 @@ import NIOConcurrencyHelpers
 /// background session, and the code that handles a finished upload — which one of them
 /// gets "did complete" is not decided in advance (a fast upload may finish while the
 /// extension is still connected), so both run this same code.
+///
+/// PhotoDrop is the sample of Ferry's own API (`Session`, `Configuration`, `SessionDelegate`);
+/// ShareAlike, ImgShare and Byte Club show the same things in URLSession's spelling.
 public enum PhotoDrop {
     public static let appGroup = "group.org.ferry.photodrop"
     public static let sessionIdentifier = "org.ferry.photodrop.upload"

@@ -28,19 +28,21 @@ case "setup":
             // A new bin on byteclub-server (the default server: a local one on 8080).
             let server = option("--server", in: arguments) ?? ProcessInfo.processInfo.environment["BYTECLUB_SERVER"] ?? "http://127.0.0.1:8080"
             guard let url = URL(string: server + "/bins") else { fail("not a URL: \(server)", status: 2) }
-            var request = Request(url: url, method: "POST")
-            request.body = Data()
-            let (data, response) = try await Session.shared.data(for: request)
-            guard response.statusCode == 200 || response.statusCode == 201,
+            var request = URLRequest(url: url)
+            request.httpMethod = "POST"
+            request.httpBody = Data()
+            let (data, response) = try await URLSession.shared.data(for: request)
+            let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+            guard status == 200 || status == 201,
                   let made = (try? JSONSerialization.jsonObject(with: data) as? [String: Any])?["url"] as? String, let madeURL = URL(string: made)
-            else { fail("\(server) did not make a bin (HTTP \(response.statusCode)): is byteclub-server running there?") }
+            else { fail("\(server) did not make a bin (HTTP \(status)): is byteclub-server running there?") }
             bin = madeURL
         }
         Settings(binURL: bin).save()
         print("posts go to \(bin.absoluteString)")
         print("see them at \(bin.absoluteString)?inspect")
     } catch {
-        fail("\(error)")
+        fail(TransferFailure.details(error))
     }
 case "share":
     // The tutorial's image and text, unless others are given.

@@ -24,11 +24,13 @@ public enum ShareAlike {
         JSONLinesFile(url: try group.file("history.jsonl"))
     }
 
-    /// The request the extension hands to the background session: JSON in, JSON accepted.
-    public static func postRequest(to bin: URL) -> Request {
-        var request = Request(url: bin, method: "POST")
-        request.headers.add(name: "Content-Type", value: "application/json")
-        request.headers.add(name: "Accept", value: "application/json")
+    /// The request the extension hands to the background session: JSON in, JSON accepted
+    /// (the tutorial's `urlRequestWithImage(_:text:)`; the JSON goes as the upload's body).
+    public static func postRequest(to bin: URL) -> URLRequest {
+        var request = URLRequest(url: bin)
+        request.httpMethod = "POST"
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
         return request
     }
 }
@@ -111,7 +113,7 @@ public struct HistoryEntry: Codable, Sendable {
 
 /// The session delegate both programs use: records each post's outcome in the history, and
 /// calls `whenEventsFinished` once ferryd has delivered everything.
-public final class PostsDelegate: SessionDelegate {
+public final class PostsDelegate: NSObject, Sendable {
     private let role: String
     private let whenEventsFinished: (@Sendable () -> Void)?
 
@@ -119,10 +121,12 @@ public final class PostsDelegate: SessionDelegate {
         self.role = role
         self.whenEventsFinished = whenEventsFinished
     }
+}
 
-    public func session(_ session: Session, task: SessionTask, didCompleteWithError error: FerryError?) async {
-        let entry = HistoryEntry(event: .completed, task: task.taskIdentifier, status: task.response?.statusCode,
-                                 error: error.map { "\($0.code): \($0.message)" }, handledBy: role)
+extension PostsDelegate: URLSessionTaskDelegate {
+    public func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: Error?) {
+        let entry = HistoryEntry(event: .completed, task: task.taskIdentifier, status: (task.response as? HTTPURLResponse)?.statusCode,
+                                 error: error.map(TransferFailure.summary), handledBy: role)
         do {
             // Delivery is at least once: an extension that handled the completion may exit
             // before ferryd heard so, and the app then hears it again. Record it once.
@@ -134,7 +138,7 @@ public final class PostsDelegate: SessionDelegate {
         }
     }
 
-    public func sessionDidFinishEvents(forBackgroundSession session: Session) async {
+    public func urlSessionDidFinishEvents(forBackgroundURLSession session: URLSession) {
         whenEventsFinished?()
     }
 }

@@ -13,14 +13,14 @@ final class ShareViewController: ComposeServiceController {
     private var imageDetails: Post.ImageSummary?
     private var settings: Settings?
     /// Made while the sheet is shown, so Post only submits the task and leaves.
-    private var session: Session?
+    private var session: URLSession?
 
     override func presentationAnimationDidFinish() {
         placeholder = "Say something about it"
         load {
             do {
                 self.settings = Settings.load()
-                self.session = try Session.background(ShareAlike.group.configuration, delegate: PostsDelegate(role: "extension"))
+                self.session = try ShareAlike.group.makeSession(delegate: PostsDelegate(role: "extension"))
             } catch {
                 self.extensionContext.cancelRequest(withError: error)
                 return
@@ -54,6 +54,7 @@ final class ShareViewController: ComposeServiceController {
         do {
             let post = Post(text: contentText, image_details: imageDetails)
             let body = try JSONEncoder().encode(post)
+            // From Data: the bytes are written into the group's container, where ferryd reads them.
             let task = session.uploadTask(with: ShareAlike.postRequest(to: settings.binURL), from: body)
             task.resume()  // in ferryd's store when this returns
             try ShareAlike.history().append(HistoryEntry(event: .posted, task: task.taskIdentifier, post: post, bin: settings.binURL.absoluteString))
