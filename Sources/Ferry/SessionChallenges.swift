@@ -14,8 +14,12 @@ final class SessionChallenges: ConnectionChallengeHandler {
         served.withLockedValue { $0.session?.delegate?.evaluatesServerTrust } ?? false
     }
 
-    func connectionDidReceive(challenge: ConnectionChallenge) async -> ConnectionChallengeAnswer {
+    func connectionDidReceive(challenge: ConnectionChallenge, from observer: (any TransferObserver)?) async -> ConnectionChallengeAnswer {
         guard let session = served.withLockedValue({ $0.session }), let delegate = session.delegate else { return .performDefaultHandling }
+        // URLSession's spelling falls back to the task's delegate method, as the platform does.
+        if let bridge = delegate as? DelegateBridge {
+            return await bridge.session(session, didReceive: challenge, task: (observer as? TaskObserver)?.task)
+        }
         return await session.delegateQueue.ask { await delegate.session(session, didReceive: challenge) }
     }
 }

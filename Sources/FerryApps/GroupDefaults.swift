@@ -15,7 +15,11 @@ public import Foundation
 ///
 /// `ferry apps install` links each group of the manifest. A suite file already there (used
 /// before the app was installed) moves into the container when the container has none; when
-/// both exist, the container's is kept and the other is renamed `<group>.plist.before-ferry`.
+/// both exist, the container's is kept and the other is renamed
+/// `<group>.plist.before-ferry-<time>`. A symbolic link there that is not a group container's
+/// (someone's own) is left alone, and the group's defaults stay where it points.
+/// CoreFoundation removes a suite's file when its last key is removed, and so the link:
+/// the next write then makes a plain file, until the next `ferry apps install`.
 public enum GroupDefaults {
     /// Where the group's defaults live: `<container>/Library/Preferences/<group>.plist`.
     public static func file(forGroup group: String, paths: FerryPaths) -> URL {
@@ -24,7 +28,8 @@ public enum GroupDefaults {
     }
 
     /// Links Foundation's file of the suite `group` to the container's (made `0700` on the way).
-    /// Returns the link, or nil when the defaults' folder is not known (``FerryPaths/configDirectory``).
+    /// Returns the link, or nil when the defaults' folder is not known
+    /// (``FerryPaths/configDirectory``) or a link of the user's own is there.
     @discardableResult
     public static func link(group: String, paths: FerryPaths) throws(AppRegistryError) -> URL? {
         guard let config = paths.configDirectory else { return nil }
@@ -36,11 +41,12 @@ public enum GroupDefaults {
             try fm.createDirectory(at: config, withIntermediateDirectories: true)
             if let existing = try? fm.destinationOfSymbolicLink(atPath: link.path) {
                 if existing == target.path { return link }
-                try fm.removeItem(at: link)  // a link to another data folder's container
+                // Another data folder's container is replaced; anything else is the user's.
+                guard existing.hasSuffix("/Library/Preferences/" + target.lastPathComponent), existing.contains("/groups/") else { return nil }
+                try fm.removeItem(at: link)
             } else if fm.fileExists(atPath: link.path) {
                 if fm.fileExists(atPath: target.path) {
-                    let aside = link.appendingPathExtension("before-ferry")
-                    try? fm.removeItem(at: aside)
+                    let aside = link.appendingPathExtension("before-ferry-\(Int(Date().timeIntervalSince1970))")
                     try fm.moveItem(at: link, to: aside)
                 } else {
                     try fm.moveItem(at: link, to: target)

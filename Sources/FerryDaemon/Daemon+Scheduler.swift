@@ -264,7 +264,7 @@ extension Daemon {
         transfer.allowsHTTP2 = session.transferOptions.allowsHTTP2
         transfer.proxies = session.transferOptions.proxies
         transfer.clientIdentity = session.transferOptions.clientIdentity
-        if !record.credentials.isEmpty { transfer.credentials = SubmittedCredentials(record.credentials) }
+        if !record.credentials.isEmpty { transfer.credentials = SubmittedCredentials(record.credentials, origin: record.request.url) }
         if let location = record.uploadResourceURL.flatMap(URL.init(string:)), let version = record.uploadInteropVersion {
             transfer.resumeUpload = ResumableUploadPoint(location: location, interopVersion: version)
         }
@@ -432,13 +432,23 @@ extension Daemon {
 }
 
 /// A task's submitted credentials as the engine's default handling of a `401` asks for them:
-/// the one for the challenge's realm, else one for any realm. Accepted ones change nothing.
+/// for the task's own host, port and scheme only (never a host a redirect led to), the one for
+/// the challenge's realm, else one for any realm. Accepted ones change nothing.
 struct SubmittedCredentials: CredentialSource {
     let credentials: [TaskCredential]
+    let host: String?
+    let port: Int
+    let scheme: String
 
-    init(_ credentials: [TaskCredential]) { self.credentials = credentials }
+    init(_ credentials: [TaskCredential], origin: URL) {
+        self.credentials = credentials
+        scheme = origin.scheme?.lowercased() ?? "http"
+        host = origin.host?.lowercased()
+        port = origin.port ?? (scheme == "https" ? 443 : 80)
+    }
 
     func defaultCredential(for space: ProtectionSpace) -> Credential? {
+        guard space.host == host, space.port == port, space.scheme == scheme else { return nil }
         let match = credentials.first { $0.realm != nil && $0.realm == space.realm } ?? credentials.first { $0.realm == nil }
         return match.map { Credential(user: $0.user, password: $0.password) }
     }

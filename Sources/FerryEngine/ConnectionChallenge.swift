@@ -9,7 +9,7 @@ public import Foundation
 /// ```swift
 /// final class Pinning: ConnectionChallengeHandler {
 ///     let evaluatesServerTrust = true
-///     func connectionDidReceive(challenge: ConnectionChallenge) async -> ConnectionChallengeAnswer {
+///     func connectionDidReceive(challenge: ConnectionChallenge, from observer: (any TransferObserver)?) async -> ConnectionChallengeAnswer {
 ///         guard let trust = challenge.serverTrust else { return .performDefaultHandling }
 ///         return trust.publicKeySHA256.contains(pin) ? .performDefaultHandling : .cancel
 ///     }
@@ -36,19 +36,20 @@ public enum ConnectionChallengeAnswer: Sendable {
     /// Server trust: the standard rules decide. Client certificate: the session's own
     /// identity, if it has one.
     case performDefaultHandling
-    /// Fail the tasks that need this connection (`userCancelledAuthentication`; `cancelled`
-    /// as URLSession says it).
+    /// Fail the tasks that need this connection with `cancelled`, URLSession's code for it.
     case cancel
-    /// Server trust: as ``cancel``. Client certificate: present none.
+    /// Server trust: as ``cancel``. Client certificate: as ``performDefaultHandling``.
     case rejectProtectionSpace
 }
 
 /// Answers a session's connection-level challenges (Ferry's `Session` makes one from its delegate).
 public protocol ConnectionChallengeHandler: AnyObject, Sendable {
-    /// Whether each HTTPS host's certificate is shown to ``connectionDidReceive(challenge:)``
+    /// Whether each HTTPS host's certificate is shown to ``connectionDidReceive(challenge:from:)``
     /// before the session's first request to it. It costs a TLS handshake of its own per host.
     var evaluatesServerTrust: Bool { get }
-    func connectionDidReceive(challenge: ConnectionChallenge) async -> ConnectionChallengeAnswer
+    /// `observer` is the transfer whose request raised the question (server trust), or nil
+    /// when no one transfer did (a connection asked for a client certificate).
+    func connectionDidReceive(challenge: ConnectionChallenge, from observer: (any TransferObserver)?) async -> ConnectionChallengeAnswer
 }
 
 /// A server's certificate chain as it presented it, with the standard verdict: what a

@@ -77,7 +77,7 @@ extension FerryError {
             return FerryError(.badServerResponse, "the server's response is not valid HTTP", url: url, underlying: error)
         }
         if error is ClientCertificateChallengeCancelled {
-            return FerryError(.userCancelledAuthentication, "the delegate cancelled the server's request for a client certificate", url: url, underlying: error)
+            return FerryError(.cancelled, "the delegate cancelled the server's request for a client certificate", url: url, underlying: error)
         }
         if let error = error as? NIOSSLError {
             return tlsFailure(error, url: url)

@@ -69,6 +69,8 @@ extension TransferEngine {
     func askAboutUpload(
         _ method: HTTPMethod, at url: URL, version: ResumableUploadVersion, state: inout AttemptState, timeout: TimeAmount
     ) async throws -> HTTPClientResponse {
+        // The server names the resource: its host, if another, is judged before it is asked.
+        try await evaluateServerTrust(for: url, transfer: state.transfer, observer: NoObserver())
         var request = try clientRequest(to: url, for: state.transfer)
         request.method = method
         request.headers.addFields(of: state.request, for: url)

@@ -225,6 +225,7 @@ extension TransferEngine {
         state: inout AttemptState, observer: any TransferObserver, progress: TransferProgress
     ) async throws -> AppendOutcome {
         let request = state.request
+        try await evaluateServerTrust(for: resource.location, transfer: state.transfer, observer: observer)
         var append = try clientRequest(to: resource.location, for: state.transfer)
         append.method = .PATCH
         append.headers.addFields(of: request, for: resource.location)

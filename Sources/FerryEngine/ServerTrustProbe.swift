@@ -14,8 +14,8 @@ import NIOTLS
 enum ServerTrustProbe {
     static let timeout: TimeAmount = .seconds(15)
 
-    /// The chain `host:port` presents and the standard verdict on it under `configuration`.
-    static func probe(host: String, port: Int, configuration: TLSConfiguration) async throws -> ServerTrust {
+    /// The chain `host:port` (of `url`) presents and the standard verdict on it under `configuration`.
+    static func probe(_ url: URL, host: String, port: Int, configuration: TLSConfiguration) async throws -> ServerTrust {
         // SNI carries names only; NIOSSL checks an address literal against the peer's address.
         let serverName = isAddressLiteral(host) ? nil : host
         let standard = try NIOSSLContext(configuration: configuration)
@@ -30,7 +30,7 @@ enum ServerTrustProbe {
         do {
             try await handshake(host: host, port: port, serverName: serverName, context: standard, capture: nil)
         } catch let error as NIOSSLError {
-            failure = FerryError.tlsFailure(error, url: URL(string: "https://\(host)")!).message
+            failure = FerryError.tlsFailure(error, url: url).message
         } catch let error as NIOSSLExtraError {
             failure = "the certificate does not name \(host) (\(error))"
         }

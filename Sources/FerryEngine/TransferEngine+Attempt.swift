@@ -16,7 +16,7 @@ extension TransferEngine {
         while true {
             let request = state.request
             let host = request.url.host ?? ""
-            try await evaluateServerTrust(for: request.url, transfer: state.transfer)
+            try await evaluateServerTrust(for: request.url, transfer: state.transfer, observer: observer)
             if let upload = state.transfer.upload, state.transfer.resumableUpload == .automatic,
                 try await shouldUseResumableUpload(upload, request: request, state: &state)
             {

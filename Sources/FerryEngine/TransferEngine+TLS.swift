@@ -20,8 +20,9 @@ final class TLSState: Sendable {
     enum TrustDecision: Sendable {
         /// The standard rules apply.
         case standard
-        /// The delegate accepted what the standard rules refused: these become trust anchors
-        /// for the host's connections, whose name is then not checked.
+        /// The delegate accepted what the standard rules refused: the chain it saw becomes the
+        /// only trust anchors of the host's connections (the system's store and the session's
+        /// authorities are not used for it), and the host's name is still checked.
         case trustPresented([NIOSSLCertificate])
     }
 
@@ -30,7 +31,9 @@ final class TLSState: Sendable {
         var key: NIOSSLPrivateKey
     }
 
-    let identities = NIOLockedValueBox<[ClientIdentity: LoadedIdentity]>([:])
+    /// Each identity as last read, with its files' state then: files replaced on disk (a
+    /// renewed certificate) are read again.
+    let identities = NIOLockedValueBox<[ClientIdentity: (stamp: [String], loaded: LoadedIdentity)]>([:])
     let trust = NIOLockedValueBox<[HostKey: Task<TrustDecision, any Error>]>([:])
     let settledTrust = NIOLockedValueBox<[HostKey: TrustDecision]>([:])
     let certificateAnswers = NIOLockedValueBox<[HostKey: Task<ConnectionChallengeAnswer, Never>]>([:])
@@ -38,7 +41,12 @@ final class TLSState: Sendable {
 
     /// `identity`'s certificates and key, read once.
     func load(_ identity: ClientIdentity, url: URL) throws -> LoadedIdentity {
-        if let loaded = identities.withLockedValue({ $0[identity] }) { return loaded }
+        let stamp = identity.files.map { file -> String in
+            var status = stat()
+            guard stat(file, &status) == 0 else { return "missing" }
+            return "\(status.st_ino):\(status.st_size):\(status.st_mtim.tv_sec).\(status.st_mtim.tv_nsec)"
+        }
+        if let kept = identities.withLockedValue({ $0[identity] }), kept.stamp == stamp { return kept.loaded }
         let loaded: LoadedIdentity
         do {
             switch identity.source {
@@ -58,13 +66,16 @@ final class TLSState: Sendable {
         guard !loaded.chain.isEmpty else {
             throw FerryError(.secureConnectionFailed, "the \(identity) holds no certificate", url: url)
         }
-        identities.withLockedValue { $0[identity] = loaded }
+        identities.withLockedValue { $0[identity] = (stamp, loaded) }
         return loaded
     }
 }
 
 /// The delegate cancelled a client-certificate challenge: the handshake fails with this.
 struct ClientCertificateChallengeCancelled: Error {}
+
+/// The delegate refused a host's certificates (kept under the task's `cancelled`).
+struct TrustRefused: Error {}
 
 extension TransferEngine {
     /// The TLS configuration of a request of `transfer` to `url`, or nil for the client's own:
@@ -79,15 +90,17 @@ extension TransferEngine {
             return nil
         }
         var tlsConfiguration = TLSConfiguration.makeClientConfiguration()
-        tlsConfiguration.additionalTrustRoots = (configuration.additionalTrustedCertificateFiles + transfer.additionalTrustedCertificateFiles).map { .file($0) }
+        if case .trustPresented(let certificates) = decision {
+            // BoringSSL anchors a chain only in a self-signed certificate, so only such a one
+            // of these can vouch for a connection, and only under the host's name.
+            tlsConfiguration.trustRoots = .certificates(certificates)
+        } else {
+            tlsConfiguration.additionalTrustRoots = (configuration.additionalTrustedCertificateFiles + transfer.additionalTrustedCertificateFiles).map { .file($0) }
+        }
         if let identity {
             let loaded = try tls.load(identity, url: url)
             tlsConfiguration.certificateChain = loaded.chain.map { .certificate($0) }
             tlsConfiguration.privateKey = .privateKey(loaded.key)
-        }
-        if case .trustPresented(let certificates) = decision {
-            tlsConfiguration.additionalTrustRoots.append(.certificates(certificates))
-            tlsConfiguration.certificateVerification = .noHostnameVerification
         }
         if let handler {
             tlsConfiguration.sslContextCallback = certificateCallback(key: key, handler: handler, url: url)
@@ -98,39 +111,43 @@ extension TransferEngine {
     /// Before `transfer`'s first request to an HTTPS host, when its session's handler
     /// evaluates server trust: shows the host's certificates to the handler, once per host.
     /// Throws when the handler refuses them. Not through a proxy (the probe connects directly).
-    func evaluateServerTrust(for url: URL, transfer: Transfer) async throws {
+    func evaluateServerTrust(for url: URL, transfer: Transfer, observer: any TransferObserver) async throws {
         guard url.scheme?.lowercased() == "https", let handler = transfer.connectionChallenges, handler.evaluatesServerTrust,
             transfer.proxies?.server(for: url) == nil, let host = url.host?.lowercased()
         else { return }
         let port = url.port ?? 443
         let key = TLSState.HostKey(handler: ObjectIdentifier(handler), host: host, port: port)
+        guard tls.settledTrust.withLockedValue({ $0[key] }) == nil else { return }
+        // Its client-certificate callback stays: a server that ends a handshake without one
+        // gets the delegate's answer here too (kept per host, so asked once).
+        let probing = try tlsConfiguration(for: url, transfer: transfer) ?? TLSConfiguration.makeClientConfiguration()
         let job = tls.trust.withLockedValue { jobs in
             if let running = jobs[key] { return running }
-            let base = try? self.tlsConfiguration(for: url, transfer: transfer)
             let made = Task { () throws -> TLSState.TrustDecision in
-                var probing = base ?? TLSConfiguration.makeClientConfiguration()
-                probing.sslContextCallback = nil
-                let trust = try await ServerTrustProbe.probe(host: host, port: port, configuration: probing)
+                let trust = try await ServerTrustProbe.probe(url, host: host, port: port, configuration: probing)
                 let space = ProtectionSpace(host: host, port: port, scheme: "https", realm: nil, method: .serverTrust)
-                switch await handler.connectionDidReceive(challenge: ConnectionChallenge(protectionSpace: space, serverTrust: trust)) {
+                switch await handler.connectionDidReceive(challenge: ConnectionChallenge(protectionSpace: space, serverTrust: trust), from: observer) {
                 case .performDefaultHandling, .useIdentity:
                     return .standard
                 case .trustServer:
                     if trust.isTrustedByDefault { return .standard }
                     return .trustPresented(trust.certificates.compactMap { try? NIOSSLCertificate(bytes: Array($0), format: .der) })
                 case .cancel, .rejectProtectionSpace:
-                    throw FerryError(.userCancelledAuthentication, "the delegate refused the certificate of \(host):\(port)", url: url)
+                    // URLSession's code for a refused challenge: NSURLErrorCancelled.
+                    throw FerryError(.cancelled, "the delegate refused the certificate of \(host):\(port)", url: url, underlying: TrustRefused())
                 }
             }
             jobs[key] = made
             return made
         }
         do {
-            let decision = try await job.value
+            let decision = try await Self.value(of: job)
             tls.settledTrust.withLockedValue { $0[key] = decision }
+        } catch is CancellationError {
+            throw FerryError(.cancelled, "the task was cancelled", url: url)
         } catch {
             // A refusal stands for the session; a probe that could not connect is tried again.
-            if (error as? FerryError)?.code != .userCancelledAuthentication {
+            if (error as? FerryError)?.underlyingError is TrustRefused == false {
                 tls.trust.withLockedValue { $0[key] = nil }
             }
             throw FerryError.from(error, url: url)
@@ -147,7 +164,7 @@ extension TransferEngine {
                 let answer = state.certificateAnswers.withLockedValue { answers in
                     if let asked = answers[key] { return asked }
                     let space = ProtectionSpace(host: key.host, port: key.port, scheme: "https", realm: nil, method: .clientCertificate)
-                    let asking = Task { await handler.connectionDidReceive(challenge: ConnectionChallenge(protectionSpace: space)) }
+                    let asking = Task { await handler.connectionDidReceive(challenge: ConnectionChallenge(protectionSpace: space), from: nil) }
                     answers[key] = asking
                     return asking
                 }
@@ -172,6 +189,24 @@ extension TransferEngine {
             }
             callbacks[key] = made
             return made
+        }
+    }
+
+    /// `job`'s value, or `CancellationError` as soon as the calling task is cancelled (the job
+    /// itself goes on: other tasks to the host may wait for it).
+    static func value<T: Sendable>(of job: Task<T, any Error>) async throws -> T {
+        let waiting = NIOLockedValueBox<CheckedContinuation<T, any Error>?>(nil)
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                waiting.withLockedValue { $0 = continuation }
+                if Task.isCancelled { waiting.withLockedValue { $0.take() }?.resume(throwing: CancellationError()) }
+                Task {
+                    let result = await job.result
+                    waiting.withLockedValue { $0.take() }?.resume(with: result)
+                }
+            }
+        } onCancel: {
+            waiting.withLockedValue { $0.take() }?.resume(throwing: CancellationError())
         }
     }
 }

@@ -25,6 +25,9 @@ public struct TaskSubmission: Hashable, Sendable, Codable, HoldsTaskDescription 
     /// storage); kept with the task, never sent back in a ``TaskInfo``.
     public var credentials: [TaskCredential]?
 
+    /// The most ``credentials`` a submission carries.
+    public static let maximumCredentials = 32
+
     /// What ``TaskOptions/timeoutIntervalForResource`` is when a submission leaves it out: 7 days.
     public static let defaultResourceTimeout = TaskOptions.defaultResourceTimeout
 
@@ -59,7 +62,9 @@ public struct TaskSubmission: Hashable, Sendable, Codable, HoldsTaskDescription 
         if let taskIdentifier, taskIdentifier < 1 { throw bad("task identifiers start at 1") }
         if let problem = task.problem { throw bad(problem) }
         if resumeData != nil, task.kind != .download { throw bad("only a download can start from resume data") }
-        if let credentials, credentials.count > 32 { throw bad("at most 32 credentials come with a task") }
+        if let credentials, credentials.count > Self.maximumCredentials {
+            throw bad("at most \(Self.maximumCredentials) credentials come with a task")
+        }
     }
 
     enum CodingKeys: String, CodingKey {

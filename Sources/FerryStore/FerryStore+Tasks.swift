@@ -179,6 +179,8 @@ extension FerryStore {
                     path: path)
             }
             after.updatedAt = now
+            // A task that ended needs its credentials no more: they leave the store with it.
+            if after.state.isFinal { after.credentials = [] }
             try after.update(db, changedFrom: stored)
             for event in events {
                 _ = try Self.insertEvent(db, event, now: now)

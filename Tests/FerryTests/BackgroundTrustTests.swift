@@ -102,6 +102,23 @@ struct BackgroundTrustTests {
             #expect(!listed.output.contains("\"credentials\"") && !listed.output.contains("password"), "the credential is not listed: \(listed.output)")
             session.finishTasksAndInvalidate()
 
+            // A redirect to another host (here another port) never gets them: its 401 is the answer.
+            let elsewhere = try await TestHTTPServer.start()
+            let away = server.url("/redirect-absolute?to=" + (elsewhere.baseURL + "/basic-auth/alice/s3cret-pw").addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)
+            let sameHost = server.url("/redirect/1?to=/basic-auth/alice/s3cret-pw")
+            let redirected = RecordingDelegate()
+            var redirecting = daemon.configuration("bg.auth.redirects")
+            redirecting.urlCredentialStorage = storage
+            let again = try Session.background(redirecting, delegate: redirected)
+            again.dataTask(with: Request(url: away)).resume()
+            #expect(succeeded(await redirected.nextCompletion()))
+            #expect(redirected.log.contains("response 401"), "the other host asked and got nothing: \(redirected.log)")
+            again.dataTask(with: Request(url: sameHost)).resume()
+            #expect(succeeded(await redirected.nextCompletion()))
+            #expect(redirected.log.contains("response 200"), "the same host after a redirect: \(redirected.log)")
+            again.finishTasksAndInvalidate()
+            try await elsewhere.shutdown()
+
             var without = daemon.configuration("bg.nocredentials")
             without.urlCredentialStorage = URLCredentialStorage()
             let other = RecordingDelegate()

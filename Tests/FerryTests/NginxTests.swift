@@ -110,7 +110,10 @@ struct NginxTests {
             #expect(data == Data(TestContent.bytes(count: 100_000, seed: 73)))
             session.finishTasksAndInvalidate()
 
-            var http1 = trusting
+            // A configuration of its own: a copy of `trusting` would share its memory cache,
+            // which may answer the same URL with the stored HTTP/2 response.
+            var http1 = Configuration.ephemeral
+            http1.additionalTrustedCertificateFiles = trusting.additionalTrustedCertificateFiles
             http1.allowsHTTP2 = false
             let http1Session = Session(configuration: http1)
             let (_, http1Response) = try await http1Session.data(for: Request(url: url))

@@ -81,7 +81,7 @@ struct TLSChallengeTests {
                         ? (.cancelAuthenticationChallenge, nil) : (.performDefaultHandling, nil)
                 }, delegateQueue: nil)
             let error = await #expect(throws: URLError.self) { _ = try await cancelling.data(from: URL(string: base + "/d")!) }
-            #expect(error?.code == .userCancelledAuthentication, "\(String(describing: error))")
+            #expect(error?.code == .cancelled, "URLSession's code for a cancelled challenge: \(String(describing: error))")
             cancelling.finishTasksAndInvalidate()
         }
     }
@@ -143,7 +143,7 @@ struct TLSChallengeTests {
                 } else {
                     for _ in 0..<2 {
                         let error = await #expect(throws: URLError.self) { _ = try await session.data(from: url) }
-                        #expect(error?.code == .userCancelledAuthentication, "\(String(describing: error))")
+                        #expect(error?.code == .cancelled, "URLSession's code for a refused challenge: \(String(describing: error))")
                     }
                     #expect(pinning.asked.count == 1, "a refusal stands for the session: \(pinning.asked)")
                     #expect(!nginx.accessLog().contains { $0.contains("p.txt") && $0.contains(" 200 ") && nginx.accessLog().count > 1 },
@@ -151,6 +151,28 @@ struct TLSChallengeTests {
                 }
                 session.finishTasksAndInvalidate()
             }
+        }
+    }
+
+    @Test("without the session-level method, server trust goes to the task's; a password answer to every challenge trusts no server")
+    func taskLevelServerTrust() async throws {
+        try await NginxServer.running(tls: true) { nginx in
+            try Data("task".utf8).write(to: nginx.root.appendingPathComponent("t.txt"))
+            let url = URL(string: try #require(nginx.httpsBaseURL) + "/t.txt")!
+            let trusting = TaskQuestions { challenge in
+                challenge.protectionSpace.serverTrust.map { (.useCredential, URLCredential(trust: $0)) } ?? (.performDefaultHandling, nil)
+            }
+            let session = URLSession(configuration: .ephemeral, delegate: trusting, delegateQueue: nil)
+            let (data, _) = try await session.data(from: url)
+            #expect(String(decoding: data, as: UTF8.self) == "task")
+            #expect(trusting.methods == [NSURLAuthenticationMethodServerTrust], "\(trusting.methods)")
+            session.finishTasksAndInvalidate()
+
+            let passwords = TaskQuestions { _ in (.useCredential, URLCredential(user: "u", password: "p", persistence: .none)) }
+            let other = URLSession(configuration: .ephemeral, delegate: passwords, delegateQueue: nil)
+            let error = await #expect(throws: URLError.self) { _ = try await other.data(from: url) }
+            #expect(error?.code == .serverCertificateUntrusted, "\(String(describing: error))")
+            other.finishTasksAndInvalidate()
         }
     }
 
@@ -184,6 +206,26 @@ struct TLSChallengeTests {
         process.waitUntilExit()
         #expect(process.terminationStatus == 0, "openssl made the public key: \(shell)")
         return TestFiles.sha256Base64(of: try Data(contentsOf: spki))
+    }
+}
+
+/// A URLSession task delegate (no session-level method) answering every challenge with
+/// `answer`, recording the methods asked.
+final class TaskQuestions: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
+    private let lock = NSLock()
+    private var _methods: [String] = []
+    private let answer: @Sendable (URLAuthenticationChallenge) -> (URLSession.AuthChallengeDisposition, URLCredential?)
+    var methods: [String] { lock.withLock { _methods } }
+
+    init(_ answer: @escaping @Sendable (URLAuthenticationChallenge) -> (URLSession.AuthChallengeDisposition, URLCredential?)) {
+        self.answer = answer
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didReceive challenge: URLAuthenticationChallenge,
+                    completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void) {
+        lock.withLock { _methods.append(challenge.protectionSpace.authenticationMethod) }
+        let (disposition, credential) = answer(challenge)
+        completionHandler(disposition, credential)
     }
 }
 

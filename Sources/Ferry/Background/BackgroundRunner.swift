@@ -118,8 +118,8 @@ struct BackgroundRunner: TaskRunner {
         submission.retryPolicy = session.configuration.retryPolicy
         submission.expectedSHA256 = transfer.request.expectedSHA256?.lowercased()
         if let storage = session.configuration.urlCredentialStorage {
-            let credentials = storage.taskCredentials(for: transfer.request.url)
-            if !credentials.isEmpty { submission.credentials = credentials }
+            let credentials = storage.taskCredentials(for: transfer.request.url).prefix(TaskSubmission.maximumCredentials)
+            if !credentials.isEmpty { submission.credentials = Array(credentials) }
         }
         switch task.kind {
         case .download:

@@ -113,17 +113,35 @@ final class DelegateBridge: SessionDelegate {
     }
 
     func session(_ session: Session, didReceive challenge: ConnectionChallenge) async -> ConnectionChallengeAnswer {
+        await self.session(session, didReceive: challenge, task: nil)
+    }
+
+    /// The session delegate's `urlSession(_:didReceive:completionHandler:)`; when its class does
+    /// not implement it, the task's `urlSession(_:task:didReceive:completionHandler:)` (server
+    /// trust only: a client certificate is asked for by a connection, not a task). When neither
+    /// is implemented, no host is probed again.
+    func session(_ session: Session, didReceive challenge: ConnectionChallenge, task: SessionTask?) async -> ConnectionChallengeAnswer {
         guard let urlSession = await owner.current(), let delegate = urlSession.delegate else { return .performDefaultHandling }
-        let asked = URLAuthenticationChallenge(challenge)
         let method = challenge.protectionSpace.method
+        let asked = URLAuthenticationChallenge(challenge)
         let answer = await Self.answer(on: urlSession.delegateQueue) { answer in
             delegate.urlSession(urlSession, didReceive: asked) { disposition, credential in
-                answer(ConnectionChallengeAnswer(disposition, credential, method: method))
+                answer(ConnectionChallengeAnswer(disposition, credential, challenge: challenge))
             }
         }
-        if challenge.protectionSpace.method == .serverTrust, asked.answeredByDefault.withLock({ $0 }) {
-            judgesServerTrust.withLockedValue { $0 = false }
+        guard method == .serverTrust, asked.answeredByDefault.withLock({ $0 }) else { return answer }
+        if let task {
+            let askedTask = URLAuthenticationChallenge(challenge)
+            let taskAnswer = await ask(task, (any URLSessionTaskDelegate).self, otherwise: ConnectionChallengeAnswer.performDefaultHandling) { s, view, d, answer in
+                d.urlSession(s, task: view, didReceive: askedTask) { disposition, credential in
+                    answer(ConnectionChallengeAnswer(disposition, credential, challenge: challenge))
+                }
+            }
+            if !askedTask.answeredByDefault.withLock({ $0 }) { return taskAnswer }
+            // A task's own delegate that does not answer says nothing of the session's.
+            if urlSession.view(task).delegate != nil { return answer }
         }
+        judgesServerTrust.withLockedValue { $0 = false }
         return answer
     }
 

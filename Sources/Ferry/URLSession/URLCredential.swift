@@ -22,7 +22,7 @@ public final class URLCredential: Sendable, Hashable {
     public enum Persistence: UInt, Sendable {
         case none = 0
         case forSession = 1
-        /// Kept for the process's life: Ferry has no keychain and never writes passwords to disk.
+        /// Kept for the process's life: Ferry has no keychain (see ``URLCredentialStorage``).
         case permanent = 2
         case synchronizable = 3
     }
@@ -187,13 +187,15 @@ extension URLSession {
 
 extension ConnectionChallengeAnswer {
     /// The engine's answer for a delegate's disposition: `.useCredential` with an identity
-    /// presents it; with any credential, on a server-trust challenge, trusts the server.
-    init(_ disposition: URLSession.AuthChallengeDisposition, _ credential: URLCredential?, method: AuthenticationMethod) {
+    /// presents it on a client-certificate challenge; with `URLCredential(trust:)` of the
+    /// challenge's own trust it trusts the server. Any other credential is default handling (a task
+    /// delegate that answers every challenge with a password trusts no server by it).
+    init(_ disposition: URLSession.AuthChallengeDisposition, _ credential: URLCredential?, challenge: ConnectionChallenge) {
         switch disposition {
         case .useCredential:
-            if let identity = credential?.identity {
+            if challenge.protectionSpace.method == .clientCertificate, let identity = credential?.identity {
                 self = .useIdentity(identity)
-            } else if method == .serverTrust, credential != nil {
+            } else if challenge.protectionSpace.method == .serverTrust, let trust = credential?.trust, trust == challenge.serverTrust {
                 self = .trustServer
             } else {
                 self = .performDefaultHandling

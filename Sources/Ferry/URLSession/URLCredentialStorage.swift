@@ -5,7 +5,9 @@ import Synchronization
 
 /// Credentials by protection space, in URLSession's spelling: `.default` and background
 /// sessions use ``shared``, `.ephemeral` ones a storage of their own. Kept in memory only
-/// (Ferry has no keychain and writes no passwords to disk), for the process's life.
+/// (Ferry has no keychain: the storage writes no passwords to disk), for the process's life.
+/// A background task carries its host's credentials to ferryd, whose store keeps them until
+/// the task ends.
 ///
 /// ```swift
 /// let space = URLProtectionSpace(host: "api.example.com", port: 443, protocol: "https", realm: "club",

@@ -64,7 +64,8 @@ extension URLSessionDelegate {
     public func urlSession(_ session: URLSession, didBecomeInvalidWithError error: Error?) {}
     public func urlSession(_ session: URLSession, didReceive challenge: URLAuthenticationChallenge,
                            completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void) {
-        // Tells the session the delegate leaves these to the standard rules: no more probes.
+        // Tells the session the delegate's class does not implement it (then the task's
+        // method is asked, as on the platform).
         challenge.answeredByDefault.withLock { $0 = true }
         completionHandler(.performDefaultHandling, nil)
     }
@@ -81,6 +82,7 @@ extension URLSessionTaskDelegate {
     public func urlSession(_ session: URLSession, taskIsWaitingForConnectivity task: URLSessionTask) {}
     public func urlSession(_ session: URLSession, task: URLSessionTask, didReceive challenge: URLAuthenticationChallenge,
                            completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void) {
+        challenge.answeredByDefault.withLock { $0 = true }
         completionHandler(.performDefaultHandling, nil)
     }
     public func urlSession(_ session: URLSession, task: URLSessionTask, didFinishCollecting metrics: URLSessionTaskMetrics) {}
