@@ -310,6 +310,8 @@ let package = Package(
             name: "ByteClubApp",
             dependencies: ["ByteClubKit", "CVips", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Examples/ByteClub/App", swiftSettings: swiftSettings),
+        // MARK: Benchmarks (run by Benchmarks/*.sh)
+        .executableTarget(name: "EventLatency", dependencies: ["Ferry"], path: "Benchmarks/EventLatency", swiftSettings: swiftSettings),
         // MARK: Tests
         .testTarget(
             name: "FerryCoreTests",

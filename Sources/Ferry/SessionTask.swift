@@ -255,7 +255,9 @@ public class SessionTask: @unchecked Sendable {  // all mutable state is behind 
     func isCurrent(_ generation: Int) -> Bool { lock.withLockedValue { $0.lifecycle.isCurrent(generation) } }
 
     /// Completes the task: state, delegate, events, waiters — once.
-    func finish(error: FerryError?, generation: Int?) {
+    /// `endedAt`: when the task ended, if not now (a background task's: when ferryd stored
+    /// its outcome), the end of its metrics' interval.
+    func finish(error: FerryError?, generation: Int?, endedAt: Date? = nil) {
         let proceed = lock.withLockedValue { m -> Bool in
             if let generation {
                 guard m.lifecycle.runEnded(generation: generation) else { return false }
@@ -278,7 +280,7 @@ public class SessionTask: @unchecked Sendable {  // all mutable state is behind 
                 progress.completedUnitCount = progress.totalUnitCount
             }
         }
-        let metrics = lock.withLockedValue { TaskMetrics(transactions: $0.transactions, start: $0.firstResumed, end: Date()) }
+        let metrics = lock.withLockedValue { TaskMetrics(transactions: $0.transactions, start: $0.firstResumed, end: endedAt ?? Date()) }
         session.delegateQueue.enqueue { [self] in
             await session.delegate?.session(session, task: self, didFinishCollecting: metrics)
             await session.delegate?.session(session, task: self, didCompleteWithError: error)

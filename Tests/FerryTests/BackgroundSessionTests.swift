@@ -27,6 +27,21 @@ struct BackgroundSessionTests {
         }
     }
 
+    @Test("a background task's metrics end when ferryd stored its outcome: before the delegate hears of it, after it began")
+    func metricsEndWhenStored() async throws {
+        try await withDaemonAndServer { daemon, server in
+            let delegate = IntervalDelegate()
+            let session = try Session.background(daemon.configuration("bg.metrics"), delegate: delegate)
+            let began = Date()
+            session.dataTask(with: server.url("/delay/300")).resume()
+            let (interval, heard) = try #require(await delegate.next())
+            #expect(interval.start >= began.addingTimeInterval(-1) && interval.end > interval.start, "\(interval)")
+            #expect(interval.duration >= 0.3, "the server waited 300 ms: \(interval)")
+            #expect(interval.end <= heard, "stored (\(interval.end)) before heard (\(heard))")
+            session.finishTasksAndInvalidate()
+        }
+    }
+
     @Test("an upload from Data is written into the session's container first, then sent by ferryd")
     func uploadFromData() async throws {
         try await withDaemonAndServer { daemon, server in
@@ -327,5 +342,26 @@ extension Configuration {
         var configuration = self
         configuration.httpCookieStorage = storage
         return configuration
+    }
+}
+
+/// Records each task's metrics interval and when its completion was heard of.
+private final class IntervalDelegate: SessionDelegate, @unchecked Sendable {  // state behind `lock`
+    private let lock = NSLock()
+    private var interval: DateInterval?
+    private let heard = AsyncStream<(DateInterval, Date)>.makeStream()
+
+    func next() async -> (DateInterval, Date)? {
+        for await value in heard.stream { return value }
+        return nil
+    }
+
+    func session(_ session: Session, task: SessionTask, didFinishCollecting metrics: TaskMetrics) async {
+        lock.withLock { interval = metrics.taskInterval }
+    }
+
+    func session(_ session: Session, task: SessionTask, didCompleteWithError error: FerryError?) async {
+        let now = Date()
+        if let interval = lock.withLock({ interval }) { heard.continuation.yield((interval, now)) }
     }
 }

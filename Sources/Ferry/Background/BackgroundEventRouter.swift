@@ -72,7 +72,7 @@ struct BackgroundEventRouter: Sendable {
         }
         guard link.beginEvent() else { return }  // leaving: the next process gets it
         let tasks = event.taskIdentifier.map { session.backgroundTasks($0) } ?? []
-        for task in tasks { await deliver(event.kind, to: task) }
+        for task in tasks { await deliver(event.kind, to: task, storedAt: event.storedAt) }
         if tasks.isEmpty {
             session.logger.debug("event for a task this process does not have", metadata: [
                 "session": "\(link.sessionIdentifier)", "task": "\(event.taskIdentifier.map(String.init) ?? "-")",
@@ -87,7 +87,8 @@ struct BackgroundEventRouter: Sendable {
         await link.endEvent(acknowledging: ack)
     }
 
-    private func deliver(_ kind: EventKind, to task: SessionTask) async {
+    /// `storedAt`: when ferryd stored the event; a task's end is then, not when it is heard of.
+    private func deliver(_ kind: EventKind, to task: SessionTask, storedAt: Date?) async {
         let observer = TaskObserver(task: task)
         let url = task.currentRequest?.url ?? task.originalRequest.url
         task.noteWaiting(nil)
@@ -105,10 +106,10 @@ struct BackgroundEventRouter: Sendable {
         case .downloadFinished(let finished):
             await task.fileArrived(at: URL(fileURLWithPath: finished.location))
         case .completed:
-            if let generation = task.currentGeneration { task.finish(error: nil, generation: generation) }
+            if let generation = task.currentGeneration { task.finish(error: nil, generation: generation, endedAt: storedAt) }
         case .failed(let failure):
             let error = FerryError(FerryError.Code(named: failure.code), failure.message, url: url, resumeData: failure.resumeData)
-            if let generation = task.currentGeneration { task.finish(error: error, generation: generation) }
+            if let generation = task.currentGeneration { task.finish(error: error, generation: generation, endedAt: storedAt) }
         }
     }
 

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# A background task's outcome, from ferryd's store to the app's delegate call (issue 15, item
+# 6: p99 under 5 ms), for COUNT download tasks that complete together. Release build; ferryd
+# and ferry-testserver are started here, the app is Benchmarks/EventLatency (URLSession's
+# spelling). Compare with Benchmarks/ferryd-scale.sh's burst, which stops at the socket.
+#
+# Usage: Benchmarks/event-latency.sh            (COUNT=1000, RUNS=3)
+# Environment: FERRY_SCRATCH (SwiftPM scratch path, default .build-release), BENCH_TMP.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$here"
+scratch=${FERRY_SCRATCH:-.build-release}
+count=${COUNT:-1000}
+printf 'building ferryd, ferry-testserver and EventLatency (release, %s)…\n' "$scratch" >&2
+for product in ferryd ferry-testserver EventLatency; do
+  swift build -c release --product "$product" --scratch-path "$scratch" >&2
+done
+bin=$(swift build -c release --scratch-path "$scratch" --show-bin-path)
+work=$(mktemp -d "${BENCH_TMP:-/var/tmp}/event-latency.XXXXXX")
+server=""; ferryd=""
+cleanup() {
+  [ -n "$ferryd" ] && kill "$ferryd" 2>/dev/null && wait "$ferryd" 2>/dev/null
+  [ -n "$server" ] && kill "$server" 2>/dev/null && wait "$server" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+"$bin/ferry-testserver" --lifetime 3600 >"$work/server.log" 2>&1 &
+server=$!
+for _ in $(seq 1 100); do grep -q '^ready' "$work/server.log" && break; sleep 0.1; done
+grep -q '^ready' "$work/server.log" || { cat "$work/server.log" >&2; exit 1; }
+url=$(head -n 1 "$work/server.log")
+for run in $(seq 1 "${RUNS:-3}"); do
+  export FERRY_DATA_DIR="$work/data-$run" FERRY_RUNTIME_DIR="$work/run-$run" FERRYD_LOG_LEVEL=notice
+  "$bin/ferryd" --global-task-limit "$count" >"$work/ferryd-$run.log" 2>&1 &
+  ferryd=$!
+  for _ in $(seq 1 200); do [ -S "$FERRY_RUNTIME_DIR/ferryd.sock" ] && break; sleep 0.05; done
+  printf 'run %s: ' "$run"
+  FERRYD_PATH="$bin/ferryd" "$bin/EventLatency" "$url" "$count"
+  kill "$ferryd"; wait "$ferryd" 2>/dev/null || true; ferryd=""
+done
