@@ -15,8 +15,8 @@ extension Daemon {
         case .listTasks(let list):
             guard try await store.session(list.sessionIdentifier) != nil else { throw unknownSession(list.sessionIdentifier) }
             return .tasks(try await taskPage(list.sessionIdentifier, after: list.afterTaskIdentifier ?? 0, limit: list.limit))
-        case .reserveTaskIdentifier(let session):
-            return .taskIdentifier(try await store.nextTaskIdentifier(in: session.sessionIdentifier))
+        case .reserveTaskIdentifier(let reservation):
+            return .taskIdentifier(try await store.nextTaskIdentifier(in: reservation.sessionIdentifier, count: reservation.count ?? 1))
         case .submit(let submission):
             return .submitted(try await submit(submission))
         case .suspend(let reference):

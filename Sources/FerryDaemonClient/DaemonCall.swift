@@ -77,9 +77,11 @@ public struct ControlledTask: Sendable {
 }
 
 extension DaemonCall where Result == Int {
-    /// An identifier for the session's next task, kept for it (a relaunched app finds it).
-    public static func reserveTaskIdentifier(in session: String) -> Self {
-        let request = FerryProtocol.Request.reserveTaskIdentifier(SessionReference(sessionIdentifier: session))
+    /// Identifiers for the session's next `count` tasks, kept for them (a relaunched app finds
+    /// them): the first; the others follow it.
+    public static func reserveTaskIdentifier(in session: String, count: Int = 1) -> Self {
+        let request = FerryProtocol.Request.reserveTaskIdentifier(
+            TaskIdentifierReservation(sessionIdentifier: session, count: count == 1 ? nil : count))
         return Self(request, expecting: { if case .taskIdentifier(let identifier) = $0 { identifier } else { nil } })
     }
 }

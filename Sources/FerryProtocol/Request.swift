@@ -16,8 +16,9 @@ public enum Request: Hashable, Sendable {
     case listSessions
     /// The tasks of a session, a page at a time. Reply: ``Reply/tasks(_:)``.
     case listTasks(ListTasks)
-    /// A task identifier to give a task before it is submitted. Reply: ``Reply/taskIdentifier(_:)``.
-    case reserveTaskIdentifier(SessionReference)
+    /// Task identifiers to give tasks before they are submitted: `count` of them in a row.
+    /// Reply: ``Reply/taskIdentifier(_:)``, the first.
+    case reserveTaskIdentifier(TaskIdentifierReservation)
     /// Store a task and schedule it. Reply: ``Reply/submitted(_:)``, once the task is on disk.
     case submit(TaskSubmission)
     /// Reply: ``Reply/task(_:)`` with the new state.
@@ -119,7 +120,7 @@ extension Request: Codable {
         case .attach: self = .attach(try AttachSession(from: decoder))
         case .listSessions: self = .listSessions
         case .listTasks: self = .listTasks(try ListTasks(from: decoder))
-        case .reserveTaskIdentifier: self = .reserveTaskIdentifier(try SessionReference(from: decoder))
+        case .reserveTaskIdentifier: self = .reserveTaskIdentifier(try TaskIdentifierReservation(from: decoder))
         case .submit: self = .submit(try TaskSubmission(from: decoder))
         case .suspend: self = .suspend(try TaskReference(from: decoder))
         case .resume: self = .resume(try TaskReference(from: decoder))
@@ -199,6 +200,20 @@ public struct AttachSession: Hashable, Sendable, Codable {
 public struct SessionReference: Hashable, Sendable, Codable {
     public var sessionIdentifier: String
     public init(sessionIdentifier: String) { self.sessionIdentifier = sessionIdentifier }
+}
+
+/// Asks for `count` task identifiers of a session in a row (nil: one), so that a process
+/// making many tasks asks once for several; identifiers never used are skipped, not reused.
+public struct TaskIdentifierReservation: Hashable, Sendable, Codable {
+    public var sessionIdentifier: String
+    public var count: Int?
+    /// The most identifiers one request reserves.
+    public static let maximumCount = 1000
+
+    public init(sessionIdentifier: String, count: Int? = nil) {
+        self.sessionIdentifier = sessionIdentifier
+        self.count = count
+    }
 }
 
 /// Asks for a session's tasks in identifier order, after a given identifier (nil: from the
@@ -289,7 +304,11 @@ extension Request {
             }
         case .listTasks(let list):
             if let limit = list.limit, limit < 1 { throw FerryProtocolError(.badRequest, "a page holds at least one task") }
-        case .listSessions, .reserveTaskIdentifier, .invalidate, .status, .metrics, .stop:
+        case .reserveTaskIdentifier(let reservation):
+            if let count = reservation.count, !(1...TaskIdentifierReservation.maximumCount).contains(count) {
+                throw FerryProtocolError(.badRequest, "reserve 1 to \(TaskIdentifierReservation.maximumCount) task identifiers at a time")
+            }
+        case .listSessions, .invalidate, .status, .metrics, .stop:
             break
         }
     }

@@ -102,20 +102,21 @@ extension FerryStore {
     /// even after their task is deleted. Pass it in ``NewTask/taskIdentifier`` to submit later.
     ///
     /// - Throws: ``FerryStoreError/Code/unknownSession``.
-    public func nextTaskIdentifier(in session: String) async throws -> Int {
+    public func nextTaskIdentifier(in session: String, count: Int = 1) async throws -> Int {
         try await write("reserve a task identifier in \(session)") { db in
-            try Self.reserveTaskIdentifier(db, session: session, path: self.path)
+            try Self.reserveTaskIdentifier(db, session: session, count: count, path: self.path)
         }
     }
 
-    static func reserveTaskIdentifier(_ db: Database, session: String, path: String) throws -> Int {
+    /// The first of `count` identifiers reserved in a row.
+    static func reserveTaskIdentifier(_ db: Database, session: String, count: Int = 1, path: String) throws -> Int {
         // Once per submission: one statement, compiled once per connection.
         let statement = try db.cachedStatement(
-            sql: "UPDATE session SET last_task_identifier = last_task_identifier + 1 WHERE identifier = ? RETURNING last_task_identifier")
-        guard let identifier = try Int.fetchOne(statement, arguments: [session]) else {
+            sql: "UPDATE session SET last_task_identifier = last_task_identifier + ? WHERE identifier = ? RETURNING last_task_identifier")
+        guard let last = try Int.fetchOne(statement, arguments: [max(1, count), session]) else {
             throw FerryStoreError.unknownSession(session, path: path)
         }
-        return identifier
+        return last - max(1, count) + 1
     }
 }
 

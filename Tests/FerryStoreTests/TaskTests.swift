@@ -97,6 +97,17 @@ struct TaskTests {
         }
     }
 
+    @Test("identifiers reserved in a block follow one another; the next reservation starts after the block")
+    func reservedBlocks() async throws {
+        try await withStore { (store, _) async throws in
+            #expect(try await store.nextTaskIdentifier(in: "s", count: 4) == 1)
+            #expect(try await store.nextTaskIdentifier(in: "s") == 5)
+            var task = download("c")
+            task.taskIdentifier = 3
+            #expect(try await store.submit(task).task.taskIdentifier == 3, "an identifier inside a reserved block")
+        }
+    }
+
     @Test("reserved identifiers are used once; an identifier that was not reserved is refused")
     func reservedIdentifiers() async throws {
         try await withStore { (store, _) async throws in

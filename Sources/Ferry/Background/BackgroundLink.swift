@@ -31,6 +31,7 @@ final class BackgroundLink: Sendable {
         var eventsInFlight = 0
         /// The session asked to disconnect; the last event in flight finishes it.
         var leaving = false
+        var identifiers = TaskIdentifierPool()
     }
     private let state = NIOLockedValueBox(State())
 
@@ -155,8 +156,14 @@ final class BackgroundLink: Sendable {
         }
     }
 
+    /// The next task's identifier: one kept from the last reservation, else a new block's first.
     func reserveTaskIdentifier() throws(FerryError) -> Int {
-        try perform(.reserveTaskIdentifier(in: sessionIdentifier))
+        if let kept = state.withLockedValue({ $0.identifiers.take() }) { return kept }
+        let now = ContinuousClock.now
+        let count = state.withLockedValue { $0.identifiers.blockToReserve(now: now) }
+        let first = try perform(.reserveTaskIdentifier(in: sessionIdentifier, count: count))
+        state.withLockedValue { $0.identifiers.refill(first: first, count: count, now: now) }
+        return first
     }
 
     /// Whether `sequence` is new; marks it handled.
