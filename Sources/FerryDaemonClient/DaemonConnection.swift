@@ -180,6 +180,13 @@ public final class DaemonConnection: Sendable {
         }
     }
 
+    /// Sends a request and returns at once: `answered` gets its reply, or its failure, later.
+    /// Requests leave and are answered in the order they were sent, so a later one that is
+    /// waited for is answered after this one.
+    public func post(_ request: Request, answered: @escaping @Sendable (Result<Reply, any Error>) -> Void) {
+        enqueue(request).whenComplete(answered)
+    }
+
     /// Sends a request and blocks this thread until the reply (or `timeout`).
     public func sendAndWait(_ request: Request, timeout: TimeAmount = .seconds(30)) throws(DaemonConnectionError) -> Reply {
         let future = enqueue(request)
