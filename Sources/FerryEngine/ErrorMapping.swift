@@ -82,6 +82,9 @@ extension FerryError {
         if let error = error as? NIOSSLError {
             return tlsFailure(error, url: url)
         }
+        if let error = error as? BoringSSLError {
+            return tlsFailure(error, url: url)
+        }
         if let error = error as? NIOSSLExtraError {
             // The certificate does not name the host: as untrusted as an unknown issuer.
             let untrusted = error == .failedToValidateHostname || error == .serverHostnameImpossibleToMatch
@@ -98,26 +101,43 @@ extension FerryError {
     /// text of its error stack (NIOSSL keeps the numeric reason private), so that one test
     /// reads the reason's name, `CERTIFICATE_VERIFY_FAILED`, in a handshake failure alone.
     static func tlsFailure(_ error: NIOSSLError, url: URL) -> FerryError {
-        let untrusted: Bool
         switch error {
         case .unableToValidateCertificate, .noCertificateToValidate, .cannotMatchULabel:
-            untrusted = true
-        case .handshakeFailed(.sslError(let stack)):
-            let reasons = stack.map { "\($0)" }
-            untrusted = reasons.contains { $0.contains("CERTIFICATE_VERIFY_FAILED") }
-            // The server's alerts about the client's certificate: none sent, or one refused.
-            if reasons.contains(where: { $0.contains("ALERT_CERTIFICATE_REQUIRED") }) {
-                return FerryError(.clientCertificateRequired, "the server asks for a client certificate", url: url, underlying: error)
-            }
-            if reasons.contains(where: { $0.contains("ALERT_BAD_CERTIFICATE") || $0.contains("ALERT_UNKNOWN_CA") || $0.contains("ALERT_CERTIFICATE_UNKNOWN") }) {
-                return FerryError(.clientCertificateRejected, "the server refused the client certificate", url: url, underlying: error)
-            }
-        default:
-            untrusted = false
-        }
-        if untrusted {
             return FerryError(.serverCertificateUntrusted, "the server's certificate is not trusted", url: url, underlying: error)
+        case .handshakeFailed(.sslError(let stack)):
+            if stack.contains(where: { "\($0)".contains("CERTIFICATE_VERIFY_FAILED") }) {
+                return FerryError(.serverCertificateUntrusted, "the server's certificate is not trusted", url: url, underlying: error)
+            }
+            return alertFailure(stack.map { "\($0)" }, url: url, underlying: error)
+                ?? FerryError(.secureConnectionFailed, "TLS failed: \(error)", url: url, underlying: error)
+        default:
+            return FerryError(.secureConnectionFailed, "TLS failed: \(error)", url: url, underlying: error)
+        }
+    }
+
+    /// A TLS error after the handshake (BoringSSL's, as NIOSSL passes it on): in TLS 1.3 a
+    /// server that wanted a client certificate says so once the client has finished.
+    static func tlsFailure(_ error: BoringSSLError, url: URL) -> FerryError {
+        if case .sslError(let stack) = error, let failure = alertFailure(stack.map { "\($0)" }, url: url, underlying: error) {
+            return failure
         }
         return FerryError(.secureConnectionFailed, "TLS failed: \(error)", url: url, underlying: error)
+    }
+
+    /// The server's alerts about the client's certificate: none sent (TLS 1.3 names it;
+    /// TLS 1.2's `handshake_failure` is also what a server that requires one sends), or one refused.
+    private static func alertFailure(_ reasons: [String], url: URL, underlying: any Error) -> FerryError? {
+        if reasons.contains(where: { $0.contains("ALERT_CERTIFICATE_REQUIRED") }) {
+            return FerryError(.clientCertificateRequired, "the server asks for a client certificate", url: url, underlying: underlying)
+        }
+        if reasons.contains(where: { $0.contains("ALERT_BAD_CERTIFICATE") || $0.contains("ALERT_UNKNOWN_CA") || $0.contains("ALERT_CERTIFICATE_UNKNOWN") }) {
+            return FerryError(.clientCertificateRejected, "the server refused the client certificate", url: url, underlying: underlying)
+        }
+        if reasons.contains(where: { $0.contains("ALERT_HANDSHAKE_FAILURE") }) {
+            return FerryError(.secureConnectionFailed,
+                              "the server ended the TLS handshake (handshake_failure: no protocol or cipher in common, or it requires a client certificate)",
+                              url: url, underlying: underlying)
+        }
+        return nil
     }
 }

@@ -47,6 +47,36 @@ struct TLSChallengeTests {
         }
     }
 
+    @Test("a server that ends the connection without a client certificate (openssl s_server -Verify): TLS 1.3 clientCertificateRequired, TLS 1.2 a handshake failure that says so; with one it answers", arguments: ["1.2", "1.3"])
+    func strictServer(tls: String) async throws {
+        try await NginxServer.running(mutualTLS: true) { nginx in
+            let identity = try #require(nginx.clientIdentity)
+            let certificate = try #require(nginx.caCertificatePEMPath)
+            let key = nginx.prefix.appendingPathComponent("key.pem").path
+            let server = try await OpenSSLServer.start(certificate: certificate, key: key, clientAuthority: identity.authorityPEM, tls: tls)
+            defer { server.stop() }
+            let url = URL(string: "https://127.0.0.1:\(server.port)/")!
+            var without = Configuration.ephemeral
+            without.additionalTrustedCertificateFiles = [certificate]
+            let refused = Session(configuration: without)
+            let error = await #expect(throws: FerryError.self) { _ = try await refused.data(for: Request(url: url)) }
+            if tls == "1.3" {
+                #expect(error?.code == .clientCertificateRequired, "TLS 1.3 names it: \(String(describing: error))")
+            } else {
+                // TLS 1.2's handshake_failure also means no cipher in common: the message says both.
+                #expect(error?.code == .secureConnectionFailed && error?.message.contains("client certificate") == true, "\(String(describing: error))")
+            }
+            refused.finishTasksAndInvalidate()
+
+            var with = without
+            with.clientIdentity = .pkcs12(file: identity.pkcs12, passphrase: identity.passphrase)
+            let accepted = Session(configuration: with)
+            let (_, response) = try await accepted.data(for: Request(url: url))
+            #expect(response.statusCode == 200, "TLS \(tls)")
+            accepted.finishTasksAndInvalidate()
+        }
+    }
+
     @Test("the session's delegate is asked once per host when the server asks for a certificate; its identity is presented; cancel fails the task")
     func delegateGivesIdentity() async throws {
         try await NginxServer.running(mutualTLS: true) { nginx in
