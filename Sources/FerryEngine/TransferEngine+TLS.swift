@@ -14,6 +14,13 @@ final class TLSState: Sendable {
         var handler: ObjectIdentifier?
         var host: String
         var port: Int
+
+        /// The HTTPS host and port of `url`, for the session `handler` answers for.
+        init(_ url: URL, handler: (any ConnectionChallengeHandler)?) {
+            self.handler = handler.map(ObjectIdentifier.init)
+            host = url.host?.lowercased() ?? ""
+            port = url.port ?? 443
+        }
     }
 
     /// A host's certificates as the session's delegate judged them.
@@ -29,6 +36,9 @@ final class TLSState: Sendable {
     struct LoadedIdentity: Sendable {
         var chain: [NIOSSLCertificate]
         var key: NIOSSLPrivateKey
+        /// The chain and key as a TLS configuration (or a handshake's override) names them.
+        var certificateChain: [NIOSSLCertificateSource] { chain.map { .certificate($0) } }
+        var privateKey: NIOSSLPrivateKeySource { .privateKey(key) }
     }
 
     /// Each identity as last read, with its files' state then: files replaced on disk (a
@@ -39,7 +49,14 @@ final class TLSState: Sendable {
     let certificateAnswers = NIOLockedValueBox<[HostKey: Task<ConnectionChallengeAnswer, Never>]>([:])
     let certificateCallbacks = NIOLockedValueBox<[HostKey: NIOSSLContextCallback]>([:])
 
-    /// `identity`'s certificates and key, read once.
+    /// Sets `configuration`'s certificate chain and key to `identity`'s.
+    func present(_ identity: ClientIdentity, in configuration: inout TLSConfiguration, url: URL) throws {
+        let loaded = try load(identity, url: url)
+        configuration.certificateChain = loaded.certificateChain
+        configuration.privateKey = loaded.privateKey
+    }
+
+    /// `identity`'s certificates and key, read again only when its files changed.
     func load(_ identity: ClientIdentity, url: URL) throws -> LoadedIdentity {
         let stamp = identity.files.map { file -> String in
             var status = stat()
@@ -83,7 +100,7 @@ extension TransferEngine {
     /// session's handler, the certificates its delegate accepted for the host.
     func tlsConfiguration(for url: URL, transfer: Transfer) throws -> TLSConfiguration? {
         let handler = transfer.connectionChallenges
-        let key = TLSState.HostKey(handler: handler.map(ObjectIdentifier.init), host: url.host?.lowercased() ?? "", port: url.port ?? 443)
+        let key = TLSState.HostKey(url, handler: handler)
         let decision = tls.settledTrust.withLockedValue { $0[key] }
         let identity = transfer.clientIdentity ?? configuration.clientIdentity
         if transfer.additionalTrustedCertificateFiles.isEmpty, transfer.clientIdentity == nil, handler == nil, decision == nil {
@@ -97,11 +114,7 @@ extension TransferEngine {
         } else {
             tlsConfiguration.additionalTrustRoots = (configuration.additionalTrustedCertificateFiles + transfer.additionalTrustedCertificateFiles).map { .file($0) }
         }
-        if let identity {
-            let loaded = try tls.load(identity, url: url)
-            tlsConfiguration.certificateChain = loaded.chain.map { .certificate($0) }
-            tlsConfiguration.privateKey = .privateKey(loaded.key)
-        }
+        if let identity { try tls.present(identity, in: &tlsConfiguration, url: url) }
         if let handler {
             tlsConfiguration.sslContextCallback = certificateCallback(key: key, handler: handler, url: url)
         }
@@ -113,10 +126,10 @@ extension TransferEngine {
     /// Throws when the handler refuses them. Not through a proxy (the probe connects directly).
     func evaluateServerTrust(for url: URL, transfer: Transfer, observer: any TransferObserver) async throws {
         guard url.scheme?.lowercased() == "https", let handler = transfer.connectionChallenges, handler.evaluatesServerTrust,
-            transfer.proxies?.server(for: url) == nil, let host = url.host?.lowercased()
+            transfer.proxies?.server(for: url) == nil, url.host != nil
         else { return }
-        let port = url.port ?? 443
-        let key = TLSState.HostKey(handler: ObjectIdentifier(handler), host: host, port: port)
+        let key = TLSState.HostKey(url, handler: handler)
+        let (host, port) = (key.host, key.port)
         guard tls.settledTrust.withLockedValue({ $0[key] }) == nil else { return }
         // Its client-certificate callback stays: a server that ends a handshake without one
         // gets the delegate's answer here too (kept per host, so asked once).
@@ -174,8 +187,8 @@ extension TransferEngine {
                     case .useIdentity(let identity):
                         do {
                             let loaded = try state.load(identity, url: url)
-                            change.certificateChain = loaded.chain.map { .certificate($0) }
-                            change.privateKey = .privateKey(loaded.key)
+                            change.certificateChain = loaded.certificateChain
+                            change.privateKey = loaded.privateKey
                         } catch {
                             return promise.fail(error)
                         }

@@ -54,9 +54,7 @@ public final class TransferEngine: Sendable {
         var tlsConfiguration = TLSConfiguration.makeClientConfiguration()
         tlsConfiguration.additionalTrustRoots = configuration.additionalTrustedCertificateFiles.map { .file($0) }
         if let identity = configuration.clientIdentity {
-            let loaded = try tls.load(identity, url: URL(fileURLWithPath: identity.files[0]))
-            tlsConfiguration.certificateChain = loaded.chain.map { .certificate($0) }
-            tlsConfiguration.privateKey = .privateKey(loaded.key)
+            try tls.present(identity, in: &tlsConfiguration, url: URL(fileURLWithPath: identity.files[0]))
         }
         var clientConfiguration = HTTPClient.Configuration(
             tlsConfiguration: tlsConfiguration,
