@@ -436,19 +436,15 @@ extension Daemon {
 /// the challenge's realm, else one for any realm. Accepted ones change nothing.
 struct SubmittedCredentials: CredentialSource {
     let credentials: [TaskCredential]
-    let host: String?
-    let port: Int
-    let scheme: String
+    let origin: ProtectionSpace.Origin?
 
     init(_ credentials: [TaskCredential], origin: URL) {
         self.credentials = credentials
-        scheme = origin.scheme?.lowercased() ?? "http"
-        host = origin.host?.lowercased()
-        port = origin.port ?? (scheme == "https" ? 443 : 80)
+        self.origin = ProtectionSpace.Origin(origin)
     }
 
     func defaultCredential(for space: ProtectionSpace) -> Credential? {
-        guard space.host == host, space.port == port, space.scheme == scheme else { return nil }
+        guard space.origin == origin else { return nil }
         let match = credentials.first { $0.realm != nil && $0.realm == space.realm } ?? credentials.first { $0.realm == nil }
         return match.map { Credential(user: $0.user, password: $0.password) }
     }

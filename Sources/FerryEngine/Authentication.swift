@@ -1,5 +1,5 @@
 import FerryCore
-import Foundation
+public import Foundation
 
 /// A server's demand for credentials: a `401` whose `WWW-Authenticate` offers HTTP Basic or
 /// Digest (RFC 7617, RFC 7616). The engine asks its observer what to do
@@ -38,6 +38,33 @@ public struct ProtectionSpace: Hashable, Sendable {
         self.realm = realm
         self.method = method
     }
+
+    /// The scheme, host and port a space is on: where its credentials may go.
+    public struct Origin: Hashable, Sendable {
+        public var scheme: String
+        public var host: String
+        public var port: Int
+
+        /// `url`'s, in lower case, with the port its scheme implies when it names none; nil
+        /// without a host.
+        public init?(_ url: URL) {
+            guard let host = url.host?.lowercased() else { return nil }
+            let scheme = url.scheme?.lowercased() ?? "http"
+            self.init(scheme: scheme, host: host, port: url.port ?? (scheme == "https" ? 443 : 80))
+        }
+
+        public init(scheme: String, host: String, port: Int) {
+            self.scheme = scheme
+            self.host = host
+            self.port = port
+        }
+    }
+
+    public init(_ origin: Origin, realm: String?, method: AuthenticationMethod) {
+        self.init(host: origin.host, port: origin.port, scheme: origin.scheme, realm: realm, method: method)
+    }
+
+    public var origin: Origin { Origin(scheme: scheme, host: host, port: port) }
 }
 
 /// The HTTP authentication schemes the engine answers, and the two questions about a TLS
@@ -171,13 +198,10 @@ extension TransferEngine {
     func answerChallenge(_ response: Response, request: Request, state: inout AttemptState, observer: any TransferObserver) async throws -> Request? {
         guard state.transfer.upload?.isSeekable != false,
             let offer = ChallengeOffer.strongest(ChallengeOffer.parse(response.headers.values(for: "WWW-Authenticate"))),
-            let host = request.url.host?.lowercased(),
+            let origin = ProtectionSpace.Origin(request.url),
             state.credentialsSent.values.reduce(0, +) < Self.maximumCredentialsSent
         else { return nil }
-        let scheme = request.url.scheme?.lowercased() ?? "http"
-        let space = ProtectionSpace(
-            host: host, port: request.url.port ?? (scheme == "https" ? 443 : 80), scheme: scheme,
-            realm: offer.parameters["realm"], method: offer.method)
+        let space = ProtectionSpace(origin, realm: offer.parameters["realm"], method: offer.method)
         let failures = state.credentialsSent[space, default: 0]
         let inURL = request.url.user.map { Credential(user: $0.removingPercentEncoding ?? $0, password: request.url.password?.removingPercentEncoding ?? "") }
         let proposed = state.transfer.credentials?.defaultCredential(for: space) ?? inURL
@@ -188,7 +212,7 @@ extension TransferEngine {
         case .performDefaultHandling: credential = failures == 0 ? proposed : nil
         case .rejectProtectionSpace: credential = nil
         case .cancel:
-            throw FerryError(.userCancelledAuthentication, "the authentication challenge of \(space.realm.map { "realm \"\($0)\"" } ?? host) was cancelled", url: request.url)
+            throw FerryError(.userCancelledAuthentication, "the authentication challenge of \(space.realm.map { "realm \"\($0)\"" } ?? origin.host) was cancelled", url: request.url)
         }
         guard let credential, let value = AuthorizationHeader.value(answering: offer, with: credential, method: request.method, url: request.url)
         else { return nil }

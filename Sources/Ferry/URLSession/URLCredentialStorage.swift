@@ -73,10 +73,10 @@ public final class URLCredentialStorage: Sendable, CredentialSource {
     /// What a background task to `url` may answer a `401` with in ferryd: each protection
     /// space of its host, port and scheme, with its default credential.
     func taskCredentials(for url: URL) -> [TaskCredential] {
-        guard let host = url.host?.lowercased() else { return [] }
-        let scheme = url.scheme?.lowercased() ?? "http"
-        let port = url.port ?? (scheme == "https" ? 443 : 80)
-        let spaces = entries.withLock { $0.keys.filter { $0.host == host && $0.port == port && ($0.protocol == nil || $0.protocol == scheme) } }
+        guard let origin = ProtectionSpace.Origin(url) else { return [] }
+        let spaces = entries.withLock {
+            $0.keys.filter { $0.host == origin.host && $0.port == origin.port && ($0.protocol == nil || $0.protocol == origin.scheme) }
+        }
         return spaces.sorted { ($0.realm ?? "") < ($1.realm ?? "") }.compactMap { space in
             defaultCredential(for: space).flatMap { credential in
                 credential.user.map { TaskCredential(realm: space.realm, user: $0, password: credential.password ?? "") }
