@@ -176,29 +176,31 @@ final class BackgroundLink: Sendable {
     }
 
     /// Tells ferryd every event up to `sequence`, and the `single` ones after it, were handled
-    /// (it may delete them).
-    /// Acknowledges without waiting for ferryd's answer: the next event need not wait for the
-    /// last one's commit (a session's events once waited in line, one commit each). The
-    /// acknowledgement that ``close()`` waits for is answered after this one, in order.
-    private func post(_ ack: Acknowledge) {
-        guard let connection = state.withLockedValue({ $0.connection }) else { return }
-        let (logger, session) = (self.logger, sessionIdentifier)
-        connection.post(.acknowledge(ack)) { result in
-            if case .failure(let error) = result {
-                logger.notice("acknowledge failed; the events will come again", metadata: [
-                    "session": "\(session)", "sequence": "\(ack.upToSequence)", "error": "\(error)",
-                ])
-            }
+    /// (it may delete them); returns once ferryd answered.
+    func acknowledge(upTo sequence: Int64, single: [Int64] = []) async {
+        await withCheckedContinuation { continuation in
+            post(upTo: sequence, single: single) { continuation.resume() }
         }
     }
 
-    func acknowledge(upTo sequence: Int64, single: [Int64] = []) async {
-        guard let connection = state.withLockedValue({ $0.connection }) else { return }
-        do throws(DaemonConnectionError) {
-            let ack = Acknowledge(sessionIdentifier: sessionIdentifier, upToSequence: sequence, sequences: single.isEmpty ? nil : single)
-            try await connection.perform(.acknowledge(ack))
-        } catch {
-            logger.notice("acknowledge failed; the events will come again", metadata: ["session": "\(sessionIdentifier)", "sequence": "\(sequence)", "error": "\(error)"])
+    /// ``acknowledge(upTo:single:)`` without waiting for ferryd's answer: the next event need
+    /// not wait for the last one's commit (a session's events once waited in line, one commit
+    /// each). Acknowledgements leave and are answered in order, so the one ``close()`` waits
+    /// for is answered after this one. A failure means the events come again.
+    private func post(upTo sequence: Int64, single: [Int64], answered: (@Sendable () -> Void)? = nil) {
+        guard let connection = state.withLockedValue({ $0.connection }) else {
+            answered?()
+            return
+        }
+        let (logger, session) = (self.logger, sessionIdentifier)
+        let ack = Acknowledge(sessionIdentifier: session, upToSequence: sequence, sequences: single.isEmpty ? nil : single)
+        connection.post(.acknowledge(ack)) { result in
+            if case .failure(let error) = result {
+                logger.notice("acknowledge failed; the events will come again", metadata: [
+                    "session": "\(session)", "sequence": "\(sequence)", "error": "\(error)",
+                ])
+            }
+            answered?()
         }
     }
 
@@ -237,7 +239,7 @@ final class BackgroundLink: Sendable {
     /// The event's callbacks have returned: acknowledges what settled, and finishes a
     /// disconnect that waited for it.
     func endEvent(acknowledging ack: EventSettlement.Acknowledgement?) async {
-        if let ack { post(Acknowledge(sessionIdentifier: sessionIdentifier, upToSequence: ack.upTo, sequences: ack.single.isEmpty ? nil : ack.single)) }
+        if let ack { post(upTo: ack.upTo, single: ack.single) }
         let closeNow = state.withLockedValue { s -> Bool in
             s.eventsInFlight -= 1
             return s.leaving && s.eventsInFlight == 0
