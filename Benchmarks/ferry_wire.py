@@ -1,7 +1,7 @@
 """The Ferry protocol's framing for the benchmark clients (docs/protocol.md): a 4-byte
 big-endian length, then one JSON message. Shared by ferryd_bench.py, ferryd_scale.py and ferryd_flood.py, with their common steps
 (starting ferryd, enqueueing held tasks)."""
-import json, os, socket, struct
+import json, os, socket, struct, time
 
 
 def frame(message):
@@ -26,6 +26,43 @@ def read_exactly(s, n):
 def receive(s):
     (n,) = struct.unpack(">I", read_exactly(s, 4))
     return json.loads(read_exactly(s, n))
+
+
+def stamped_messages(s, wanted, count, timeout):
+    """Yields (arrival time, message) for the first `count` messages `wanted` accepts, each
+    stamped with the time.time() its last bytes were read from the socket; stops at `timeout`
+    seconds. Reads in large chunks and decodes after stamping, so this client's own decoding
+    does not count."""
+    import select
+    deadline = time.monotonic() + timeout
+    buffer, found = b"", 0
+    s.setblocking(False)
+    try:
+        while found < count and time.monotonic() < deadline:
+            ready, _, _ = select.select([s], [], [], 0.2)
+            if not ready:
+                continue
+            try:
+                chunk = s.recv(1 << 20)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                return
+            arrived = time.time()
+            buffer += chunk
+            at = 0
+            while len(buffer) - at >= 4:
+                (n,) = struct.unpack(">I", buffer[at:at + 4])
+                if len(buffer) - at < 4 + n:
+                    break
+                message = json.loads(buffer[at + 4:at + 4 + n])
+                at += 4 + n
+                if wanted(message):
+                    found += 1
+                    yield arrived, message
+            buffer = buffer[at:]
+    finally:
+        s.setblocking(True)
 
 
 def connect(sock_path, client_name="ferry-bench"):

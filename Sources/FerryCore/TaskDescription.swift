@@ -96,6 +96,14 @@ extension HoldsTaskDescription {
         get { task[keyPath: keyPath] }
         set { task[keyPath: keyPath] = newValue }
     }
+
+    /// The options' fields in one step (`record.priority`). Through the description's own
+    /// subscript it would be a key path holding a key path, which Swift builds anew at every
+    /// access; this one is a constant.
+    public subscript<Value>(dynamicMember keyPath: WritableKeyPath<TaskOptions, Value>) -> Value {
+        get { task.options[keyPath: keyPath] }
+        set { task.options[keyPath: keyPath] = newValue }
+    }
 }
 
 /// The request a task sends: URL, method and header fields. The body, if any, is a file.

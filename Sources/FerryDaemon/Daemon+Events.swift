@@ -38,8 +38,9 @@ extension Daemon {
     }
 
     /// Sends the owner every stored event it has not been sent yet, in order, then
-    /// `eventsFinished` if any went out. One pump per session at a time; a call while one
-    /// runs makes it look again (`SessionPresence.pump`).
+    /// `eventsFinished` if any went out; then the session goes live: later events go to the
+    /// owner as they commit, without the pump (`EventOutbox`). One pump per session at a
+    /// time; a call while one runs makes it look again (`SessionPresence.pump`).
     func pumpEvents(_ session: String) async {
         guard update(session, { $0.pump.begin() }) else { return }
         var sentAny = false
@@ -48,32 +49,47 @@ extension Daemon {
         repeat {
             // `delivered` is set once the owner's `attached` reply is out: no event overtakes it.
             guard let owner = owner(of: session), let connection = connections[owner], let after = sessions[session]?.delivered else { return }
-            let records: [EventRecord]
-            do {
-                records = try await store.undeliveredEvents(in: session, after: after, limit: 200)
-            } catch {
-                logger.error("cannot read events", metadata: ["session": "\(session)", "error": "\(error)"])
-                return
-            }
-            // The owner may have changed while the store was read: start over for the new one.
-            guard self.owner(of: session) == owner, sessions[session]?.delivered == after else {
-                update(session) { $0.pump.again() }
-                continue
-            }
-            var events: [DaemonMessage] = []
-            for record in records {
+            let batch: [(record: EventRecord, committedAt: Date?)]
+            switch outbox.take(session, after: after) {
+            case .live:
+                continue  // its events go as they commit
+            case .events(let held):
+                batch = held.map { ($0.record, $0.committedAt) }
+            case .readStore:
+                outbox.cover(session)  // before the read: what commits from now on is kept
+                let records: [EventRecord]
                 do {
-                    events.append(.event(try record.event()))
+                    records = try await store.undeliveredEvents(in: session, after: after, limit: 200)
                 } catch {
-                    logger.error("a stored event does not decode; skipped", metadata: ["session": "\(session)", "sequence": "\(record.sequence)", "error": "\(error)"])
+                    outbox.drop(session)
+                    logger.error("cannot read events", metadata: ["session": "\(session)", "error": "\(error)"])
+                    return
                 }
+                // The owner may have changed while the store was read: start over for the new one.
+                guard self.owner(of: session) == owner, sessions[session]?.delivered == after else {
+                    update(session) { $0.pump.again() }
+                    continue
+                }
+                if records.count == 200 {
+                    outbox.drop(session)  // more are stored than were read: memory would skip them
+                    update(session) { $0.pump.again() }
+                } else {
+                    outbox.covered(session, through: records.last?.sequence ?? after)
+                }
+                batch = records.map { ($0, nil) }
             }
-            guard connection.send(events) == events.count else { return }
-            if let last = records.last {
-                update(session) { $0.sent(upTo: last.sequence) }
+            if let last = batch.last?.record.sequence {
+                let events = EventRecord.messages(batch, logger: logger)
+                guard connection.send(events) == events.count else {
+                    outbox.drop(session)  // taken from memory and not sent: the store has them
+                    return
+                }
+                update(session) { $0.sent(upTo: last) }
                 sentAny = true
             }
-            if records.count == 200 { update(session) { $0.pump.again() } }
+            // Caught up: later events go as they commit. When this fails, events committed
+            // meanwhile (they woke this pump again) or memory is not complete (the store is read).
+            _ = outbox.goLive(session, to: connection, sent: batch.last?.record.sequence ?? after)
         } while update(session, { $0.pump.another() })
         done = true
         if sentAny, let owner = owner(of: session), let connection = connections[owner] {

@@ -54,6 +54,7 @@ extension Daemon {
         switch request {
         case .attach(let attach) where attach.owner && owner(of: attach.sessionIdentifier) == connection.id:
             update(attach.sessionIdentifier) { $0.ownerAttached() }
+            outbox.drop(attach.sessionIdentifier)  // an owner attaching gets every event again, from the store
             await pumpEvents(attach.sessionIdentifier)
         case .invalidate(let invalidate):
             release(invalidate.sessionIdentifier)
@@ -293,7 +294,6 @@ extension Daemon {
         announcedWaiting.remove(key)
         logger.info("task cancelled", metadata: ["session": "\(key.session)", "task": "\(key.task)", "resumeData": "\(resumeData != nil)"])
         wakeup.signal()
-        deliver(key.session)
         return CancelledWithResumeData(task: info(updated), resumeData: resumeData)
     }
 

@@ -330,7 +330,7 @@ extension Daemon {
             stored.uploadResourceURL = nil
             stored.uploadInteropVersion = nil
         }
-        deliver(key.session)  // first: the owner hears of it before the clean-up below
+        // Its commit handed the events to the delivery service (`EventOutbox`).
         await discardSpooledBody(of: completed)
         activity.completedTasks += 1
         announcedWaiting.remove(key)
@@ -403,7 +403,6 @@ extension Daemon {
         await discardSpooledBody(of: failed)
         activity.failedTasks += 1
         announcedWaiting.remove(key)
-        deliver(key.session)
     }
 
     /// Saves how far a transfer got: bytes, and a download's resume point (validator and the

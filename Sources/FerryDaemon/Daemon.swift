@@ -53,6 +53,8 @@ public actor Daemon {
     /// Sessions whose stored events the delivery service pushes or launches an app for.
     let deliveries: AsyncStream<String>
     let deliveryQueue: AsyncStream<String>.Continuation
+    /// Committed events not yet sent, for the sessions whose owner is being sent to.
+    let outbox: EventOutbox
     /// Signalled once `shutdown()` has finished (the listener then closes the socket).
     let stoppedSignal = Signal()
     var isStopping = false
@@ -87,6 +89,12 @@ public actor Daemon {
         self.engine = try TransferEngine(configuration: engineConfiguration, logger: logger)
         (jobs, work) = AsyncStream.makeStream(of: DaemonJob.self)
         (deliveries, deliveryQueue) = AsyncStream.makeStream(of: String.self)
+        outbox = EventOutbox(logger: logger)
+        // Every commit with events sends them to live sessions' owners, and wakes the delivery
+        // of the others (their events held for their pump, when it is catching up).
+        store.observeCommittedEvents { [outbox, deliveryQueue] committed in
+            for session in outbox.committed(committed) { deliveryQueue.yield(session) }
+        }
     }
 
     /// Requeues the tasks a previous run left `running` (the scheduler's first step).
@@ -227,8 +235,11 @@ public actor Daemon {
     @discardableResult
     func update<Result>(_ session: String, _ change: (inout SessionPresence) -> Result) -> Result {
         var presence = sessions[session] ?? SessionPresence()
+        let hadOwnerAttached = presence.delivered != nil
         let result = change(&presence)
         sessions[session] = presence.isIdle ? nil : presence
+        // No owner to send to: what memory holds for one goes (a next owner starts from the store).
+        if hadOwnerAttached, presence.delivered == nil { outbox.drop(session) }
         return result
     }
 

@@ -2,6 +2,7 @@ import FerryCore
 import FerryProtocol
 import FerryStore
 import Foundation
+import Logging
 import NIOCore
 
 // Between the protocol's values and the store's records: the store knows no protocol. Both
@@ -83,9 +84,25 @@ extension EventKind {
 }
 
 extension EventRecord {
-    /// The stored event as the protocol sends it.
-    func event() throws -> Event {
+    /// The stored event as the protocol sends it (`committedAt` when it is sent as it commits).
+    func event(committedAt: Date? = nil) throws -> Event {
         let kind = try MessageCoder().decode(EventKind.self, from: ByteBuffer(string: payload))
-        return Event(sequence: sequence, sessionIdentifier: sessionIdentifier, taskIdentifier: taskIdentifier, kind: kind, storedAt: createdAt)
+        return Event(
+            sequence: sequence, sessionIdentifier: sessionIdentifier, taskIdentifier: taskIdentifier, kind: kind, storedAt: createdAt,
+            committedAt: committedAt)
+    }
+
+    /// Stored events as `event` messages, in order; one that does not decode is logged and skipped.
+    static func messages(_ batch: [(record: EventRecord, committedAt: Date?)], logger: Logger) -> [DaemonMessage] {
+        batch.compactMap { record, committedAt in
+            do {
+                return .event(try record.event(committedAt: committedAt))
+            } catch {
+                logger.error("a stored event does not decode; skipped", metadata: [
+                    "session": "\(record.sessionIdentifier)", "sequence": "\(record.sequence)", "error": "\(error)",
+                ])
+                return nil
+            }
+        }
     }
 }

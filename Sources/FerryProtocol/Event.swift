@@ -16,16 +16,23 @@ public struct Event: Hashable, Sendable, Codable {
     /// nil for an event about the session as a whole.
     public var taskIdentifier: Int?
     public var kind: EventKind
-    /// When ferryd stored it (with the task's change that made it): a client can tell how long
-    /// it took to arrive. nil from a ferryd that does not say.
+    /// When ferryd stored it (with the task's change that made it: the moment its transaction
+    /// began): a client can tell how long it took to arrive. nil from a ferryd that does not say.
     public var storedAt: Date?
+    /// When that transaction's commit returned, the event on disk, for an event ferryd hands
+    /// over as it commits; nil for one read back from its store (after a restart, to a new
+    /// owner). `committedAt - storedAt` is the wait for durability (a disk sync).
+    public var committedAt: Date?
 
-    public init(sequence: Int64, sessionIdentifier: String, taskIdentifier: Int?, kind: EventKind, storedAt: Date? = nil) {
+    public init(
+        sequence: Int64, sessionIdentifier: String, taskIdentifier: Int?, kind: EventKind, storedAt: Date? = nil, committedAt: Date? = nil
+    ) {
         self.sequence = sequence
         self.sessionIdentifier = sessionIdentifier
         self.taskIdentifier = taskIdentifier
         self.kind = kind
         self.storedAt = storedAt
+        self.committedAt = committedAt
     }
 }
 

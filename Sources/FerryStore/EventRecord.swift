@@ -58,3 +58,11 @@ public struct NewEvent: Hashable, Sendable {
         self.payload = payload
     }
 }
+
+/// The events one transaction stored, in sequence order, and when it committed: what
+/// ``FerryStore/observeCommittedEvents(_:)`` hands over.
+public struct CommittedEvents: Sendable {
+    public var events: [EventRecord]
+    /// When the commit that made them durable returned (after its disk sync).
+    public var committedAt: Date
+}

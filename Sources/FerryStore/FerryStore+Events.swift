@@ -9,8 +9,21 @@ extension FerryStore {
     @discardableResult
     public func appendEvent(_ event: NewEvent, now: Date = Date()) async throws -> EventRecord {
         try await write("store an event for \(event.sessionIdentifier)") { db in
-            try Self.insertEvent(db, event, now: now)
+            try self.insertEvent(db, event, now: now)
         }
+    }
+
+    /// Hands every committed transaction's events, in sequence order and once they are on disk,
+    /// to `body` (one observer; nil stops it). Called on the writer's queue before the writes'
+    /// callers hear back: `body` must return quickly. An event rolled back is never handed over.
+    ///
+    /// ```swift
+    /// store.observeCommittedEvents { committed in
+    ///     for event in committed.events { outbox.add(event, committedAt: committed.committedAt) }
+    /// }
+    /// ```
+    public func observeCommittedEvents(_ body: (@Sendable (CommittedEvents) -> Void)?) {
+        writes.observeCommittedEvents(body)
     }
 
     /// The session's events with a sequence above `after`, oldest first, at most `limit`.
@@ -72,14 +85,17 @@ extension FerryStore {
         }
     }
 
-    static func insertEvent(_ db: Database, _ event: NewEvent, now: Date) throws -> EventRecord {
+    /// Inserts an event in the running write, journaled for ``observeCommittedEvents(_:)``.
+    func insertEvent(_ db: Database, _ event: NewEvent, now: Date) throws -> EventRecord {
         try db.cachedStatement(sql: """
                 INSERT INTO event (session_identifier, task_identifier, kind, payload, created_at)
                 VALUES (?, ?, ?, ?, ?)
                 """)
             .execute(arguments: [event.sessionIdentifier, event.taskIdentifier, event.kind, event.payload, now.timeIntervalSince1970])
-        return EventRecord(
+        let record = EventRecord(
             sequence: db.lastInsertedRowID, sessionIdentifier: event.sessionIdentifier, taskIdentifier: event.taskIdentifier,
             kind: event.kind, payload: event.payload, createdAt: now)
+        writes.journal(record)
+        return record
     }
 }

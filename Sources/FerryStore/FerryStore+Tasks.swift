@@ -183,7 +183,7 @@ extension FerryStore {
             if after.state.isFinal { after.credentials = [] }
             try after.update(db, changedFrom: stored)
             for event in events {
-                _ = try Self.insertEvent(db, event, now: now)
+                _ = try self.insertEvent(db, event, now: now)
             }
             return after
         }

@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 import Synchronization
 
@@ -8,8 +9,15 @@ import Synchronization
 ///
 /// A thousand transfers finishing together are a thousand updates with their events; one
 /// transaction each queued them behind a thousand disk syncs.
+///
+/// The events a transaction inserted (``journal(_:)``) are handed to the observer set with
+/// ``observeCommittedEvents(_:)`` once it committed, in sequence order, with the moment of the
+/// commit: ferryd delivers them from memory instead of reading them back.
 final class GroupCommit: Sendable {
     private let pool: DatabasePool
+    /// The events inserted by the transaction being written (by writes not rolled back).
+    private let journaled = Mutex<[EventRecord]>([])
+    private let observer = Mutex<(@Sendable (CommittedEvents) -> Void)?>(nil)
     private struct State {
         var waiting: [any QueuedWrite] = []
         /// The writes of the transaction being written.
@@ -20,6 +28,18 @@ final class GroupCommit: Sendable {
     private let state = Mutex(State())
 
     init(pool: DatabasePool) { self.pool = pool }
+
+    /// Sets who hears of each committed transaction's events (one observer; nil stops it).
+    /// Called on the writer's queue, before the writes' callers are answered: keep it short.
+    func observeCommittedEvents(_ body: (@Sendable (CommittedEvents) -> Void)?) {
+        observer.withLock { $0 = body }
+    }
+
+    /// An event the running write inserted: reported with its transaction's commit, or dropped
+    /// when the write is rolled back.
+    func journal(_ event: EventRecord) {
+        journaled.withLock { $0.append(event) }
+    }
 
     /// Hands `body` to the writer now and returns at once; writes are committed in the order
     /// they were handed in, and `value` of the result waits for `body`'s commit.
@@ -50,8 +70,17 @@ final class GroupCommit: Sendable {
                 state.waiting = []
                 return state.taken
             }
-            for write in group { write.run(db) }
+            for write in group {
+                let mark = self.journaled.withLock { $0.count }
+                if !write.run(db) {
+                    self.journaled.withLock { $0.removeSubrange(mark...) }
+                }
+            }
         }, completion: { _, result in
+            let events = self.journaled.withLock { journaled in
+                defer { journaled = [] }
+                return journaled
+            }
             let group = self.state.withLock { state in
                 defer { state.taken = [] }
                 // The transaction failed before its body took anything (it could not begin:
@@ -65,6 +94,9 @@ final class GroupCommit: Sendable {
             }
             // A failed commit wrote none of the group.
             let commitError: (any Error)? = if case .failure(let error) = result { error } else { nil }
+            if commitError == nil, !events.isEmpty, let observe = self.observer.withLock({ $0 }) {
+                observe(CommittedEvents(events: events, committedAt: Date()))
+            }
             for write in group { write.finish(commitError: commitError) }
             let more = self.state.withLock { state in
                 if state.waiting.isEmpty { state.writing = false }
@@ -77,8 +109,9 @@ final class GroupCommit: Sendable {
 
 /// A write waiting for its group's transaction.
 private protocol QueuedWrite: Sendable {
-    /// Runs the write in a savepoint, inside the group's transaction.
-    func run(_ db: Database)
+    /// Runs the write in a savepoint, inside the group's transaction; false when it threw (and
+    /// its savepoint was rolled back).
+    func run(_ db: Database) -> Bool
     /// Answers the caller once the transaction ended: its own result, or the commit's error.
     func finish(commitError: (any Error)?)
 }
@@ -94,7 +127,7 @@ private final class Write<T: Sendable>: QueuedWrite, @unchecked Sendable {
         self.outcome = outcome
     }
 
-    func run(_ db: Database) {
+    func run(_ db: Database) -> Bool {
         do {
             var value: T?
             try db.inSavepoint {
@@ -102,8 +135,10 @@ private final class Write<T: Sendable>: QueuedWrite, @unchecked Sendable {
                 return .commit
             }
             result = .success(value!)
+            return true
         } catch {
             result = .failure(error)
+            return false
         }
     }
 

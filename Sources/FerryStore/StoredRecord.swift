@@ -48,7 +48,7 @@ struct StoredTable: Sendable {
         let assignments = changed.map { "\"\(columns[$0])\" = ?" }.joined(separator: ", ")
         let condition = identityColumns.map { "\"\($0)\" = ?" }.joined(separator: " AND ")
         return ("UPDATE \(name) SET \(assignments) WHERE \(condition)",
-                StatementArguments(changed.map { new[$0] } + identityIndices.map { new[$0] }))
+                StatementArguments(values: changed.map { new[$0] } + identityIndices.map { new[$0] }))
     }
 }
 
@@ -58,7 +58,7 @@ extension StoredRecord {
 
     /// Inserts the record as a new row.
     func insert(_ db: Database) throws {
-        try db.cachedStatement(sql: Self.table.insertSQL).execute(arguments: StatementArguments(columnValues()))
+        try db.cachedStatement(sql: Self.table.insertSQL).execute(arguments: StatementArguments(values: try columnValues()))
     }
 
     /// Writes the columns that differ from `stored`, the row as it was read (its values in
@@ -185,6 +185,14 @@ struct RowReader {
         } catch {
             throw Unreadable(column: column, reason: "\(error)")
         }
+    }
+}
+
+extension StatementArguments {
+    /// Arguments from values already converted. (GRDB's `init(_:)` for a sequence maps it with
+    /// a generic key path, which Swift builds anew at each call, looking its types up by name.)
+    init(values: [DatabaseValue]) {
+        self.init(values.map { $0 as (any DatabaseValueConvertible)? })
     }
 }
 

@@ -11,7 +11,7 @@ import Glibc
 /// A real `ferryd` process and a raw protocol client: what a library sees on the socket.
 @Suite("ferryd end to end (real process)", .serialized)
 struct EndToEndTests {
-    @Test("attach, submit a download and an upload, events in order, acknowledge; reconnect gets unacknowledged events again")
+    @Test("attach, submit a download and an upload, events in order as they commit, acknowledge; reconnect gets unacknowledged events again")
     func submitEventsAcknowledge() async throws {
         let ferryd = try await FerrydProcess.started()
         defer { ferryd.cleanUp() }
@@ -27,6 +27,11 @@ struct EndToEndTests {
 
         let events = try await client.events(untilFinished: [1, 2])
         #expect(events.map(\.sequence) == events.map(\.sequence).sorted())
+        // Sent as they committed: each says when, at or after the moment it was stored.
+        for event in events {
+            let stored = try #require(event.storedAt), committed = try #require(event.committedAt, "a live event says when it committed")
+            #expect(committed >= stored)
+        }
         #expect(events.of(1).map(\.kind.name) == ["response", "downloadFinished", "completed"])
         #expect(events.of(2).map(\.kind.name) == ["response", "data", "completed"])
         guard case .downloadFinished(let finished) = events.of(1)[1].kind else { throw TestFailure("no location") }
@@ -45,6 +50,7 @@ struct EndToEndTests {
         #expect(again.tasks.map(\.state) == [.completed, .completed])
         let replayed = try await client.events(untilFinished: [1, 2])
         #expect(replayed.map(\.sequence) == events.map(\.sequence))
+        #expect(replayed.allSatisfy { $0.committedAt == nil && $0.storedAt != nil }, "read back from the store: when stored only")
 
         // Acknowledged: gone, for this connection and the next.
         let last = try #require(events.last?.sequence)

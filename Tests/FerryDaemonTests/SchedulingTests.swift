@@ -71,7 +71,7 @@ struct SchedulingTests {
         #expect(waits[2] >= 2 && waits[2] <= 4)
         // Keep failing until the next wait would pass the 10 s resource time-out.
         var info = try await client.task("s", task.taskIdentifier)
-        try await poll(until: "the task to fail at the resource time-out", timeout: .seconds(1), every: .milliseconds(100),
+        try await poll(until: "the task to fail at the resource time-out", timeout: .seconds(5), every: .milliseconds(100),
                        observed: "state \(info.state), attempt \(info.attemptCount), next attempt at \(String(describing: info.nextAttemptDate))") {
             info = try await client.task("s", task.taskIdentifier)
             if info.state == .failed { return true }

@@ -138,7 +138,7 @@ enum Fixtures {
         + eventKinds.enumerated().map {
             .event(Event(sequence: Int64($0.offset) + 1, sessionIdentifier: session, taskIdentifier: $0.offset == 0 ? nil : 4, kind: $0.element))
         }
-        + [.event(Event(sequence: 99, sessionIdentifier: session, taskIdentifier: 4, kind: .completed, storedAt: Date(timeIntervalSince1970: 1_790_000_000.25)))]
+        + [.event(Event(sequence: 99, sessionIdentifier: session, taskIdentifier: 4, kind: .completed, storedAt: Date(timeIntervalSince1970: 1_790_000_000.25), committedAt: Date(timeIntervalSince1970: 1_790_000_000.5)))]
 
     static func buffer(_ text: String) -> ByteBuffer { ByteBuffer(string: text) }
 }

@@ -1,5 +1,6 @@
 import Foundation
 @testable import FerryStore
+import Synchronization
 import Testing
 
 @Suite("Events")
@@ -82,6 +83,59 @@ struct EventTests {
                 try await store.appendEvent(NewEvent(sessionIdentifier: "s", taskIdentifier: 1, kind: "", payload: "{}"))
             }
             #expect(try await store.undeliveredEvents(in: "s").isEmpty)
+        }
+    }
+}
+
+@Suite("Committed events")
+struct CommittedEventTests {
+    /// What the observer was handed, in order.
+    final class Heard: Sendable {
+        private let batches = Mutex<[CommittedEvents]>([])
+        func add(_ batch: CommittedEvents) { batches.withLock { $0.append(batch) } }
+        var all: [CommittedEvents] { batches.withLock { $0 } }
+    }
+
+    @Test("each commit hands its events over once, in sequence order, after they are readable; a rolled-back write's never")
+    func observerSeesCommittedEventsOnly() async throws {
+        try await withStore { (store, _) async throws in
+            _ = try await store.submit(download("a"))
+            let heard = Heard()
+            store.observeCommittedEvents { heard.add($0) }
+            let before = Date()
+            // Written together, so most share a transaction: the failing one (its second event
+            // is not JSON) is rolled back alone, after its first event was inserted.
+            async let first = store.appendEvent(event(1, "first"))
+            async let failing: Result<TaskRecord, any Error> = {
+                do {
+                    return .success(try await store.updateTask(session: "s", task: 1, appending: [
+                        event(1, "rolled-back"), NewEvent(sessionIdentifier: "s", taskIdentifier: 1, kind: "bad", payload: "not json"),
+                    ]) { $0.state = .running })
+                } catch {
+                    return .failure(error)
+                }
+            }()
+            async let last = store.appendEvent(event(1, "last"))
+            let stored = try await [first, last]
+            let failed = await failing
+            #expect(throws: FerryStoreError.self) { try failed.get() }
+
+            let batches = heard.all
+            let events = batches.flatMap(\.events)
+            #expect(events.map(\.sequence) == stored.map(\.sequence).sorted())
+            #expect(events.map(\.kind).sorted() == ["first", "last"])
+            #expect(events.map(\.sequence) == events.map(\.sequence).sorted())
+            for batch in batches {
+                #expect(batch.committedAt >= before)
+                #expect(batch.events.allSatisfy { $0.createdAt <= batch.committedAt })
+            }
+            #expect(try await store.undeliveredEvents(in: "s").map(\.kind) == events.map(\.kind))
+            #expect(try await store.task(session: "s", task: 1)?.state == .waiting)
+
+            // Stopping the observer stops the calls.
+            store.observeCommittedEvents(nil)
+            _ = try await store.appendEvent(event(1, "unheard"))
+            #expect(heard.all.flatMap(\.events).count == 2)
         }
     }
 }
