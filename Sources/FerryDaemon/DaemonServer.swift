@@ -82,13 +82,17 @@ public final class DaemonServer: Sendable {
 
     private static let connectionIDs = NIOLockedValueBox<UInt64>(0)
 
+    /// The clients' connections have a thread of their own: an event, a reply, does not wait
+    /// behind the transfers' I/O (hundreds of responses arriving at once) on the engine's loops.
+    static let clientLoops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+
     private static func bootstrap(daemon: Daemon) -> ServerBootstrap {
         let configuration = daemon.configuration
         let logger = daemon.logger
         let open = NIOLockedValueBox(0)  // connections of this listener now
         let limits = ConnectionHandler.Limits(
             stallTimeout: .interval(configuration.stallTimeout), handshakeTimeout: .interval(configuration.handshakeTimeout))
-        return ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        return ServerBootstrap(group: clientLoops)
             .serverChannelOption(.backlog, value: 128)
             .childChannelOption(.writeBufferWaterMark, value: .init(low: 256 << 10, high: 1 << 20))
             .childChannelInitializer { channel in
