@@ -157,6 +157,22 @@ struct DBusTests {
         #expect(path == "/tmp/a b")
     }
 
+    @Test("a big-endian message (a sender on another machine's byte order) is read: header fields and body")
+    func bigEndian() throws {
+        // A signal, by hand: 'B', type 4, flags 0, version 1, body length 4, serial 1, fields
+        // (array of 55 bytes: PATH "/", INTERFACE "a.b", MEMBER "C", SIGNATURE "u"), padding, body u 0x01020304.
+        var bytes: [UInt8] = [0x42, 4, 0, 1, 0, 0, 0, 4, 0, 0, 0, 1, 0, 0, 0, 55]
+        bytes += [1, 1, 0x6f, 0, 0, 0, 0, 1, 0x2f, 0, 0, 0, 0, 0, 0, 0]  // PATH, o, "/" + padding to 8
+        bytes += [2, 1, 0x73, 0, 0, 0, 0, 3] + Array("a.b".utf8) + [0, 0, 0, 0, 0]  // INTERFACE, s, "a.b"
+        bytes += [3, 1, 0x73, 0, 0, 0, 0, 1, 0x43, 0, 0, 0, 0, 0, 0, 0]  // MEMBER, s, "C"
+        bytes += [8, 1, 0x67, 0, 1, 0x75, 0, 0]  // SIGNATURE, g, "u", then padding to the body
+        bytes += [1, 2, 3, 4]
+        let message = try DBusMessage.decode(bytes)
+        #expect(message.kind == .signal && message.serial == 1)
+        #expect(message.path == "/" && message.interface == "a.b" && message.member == "C")
+        #expect(message.body == [.uint32(0x0102_0304)])
+    }
+
     @Test("bad bytes are protocol errors, never a crash: a truncated message, a bad boolean, an array past the end")
     func malformed() throws {
         let good = try DBusMessage.call("org.x", path: "/", interface: "org.x", member: "M", [.boolean(true), .objectPaths(["/a"])]).encoded(serial: 5)
