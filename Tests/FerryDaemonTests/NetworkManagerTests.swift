@@ -86,6 +86,20 @@ struct NetworkManagerTests {
         #expect(ferryd.log.contains("NetworkManager left the system bus"), "\(ferryd.log.suffix(2000))")
     }
 
+    @Test("FERRYD_NETWORK_MANAGER=off: ferryd asks nobody, and a link NetworkManager says is metered is not expensive (the patterns alone)")
+    func askedNotTo() async throws {
+        let manager = try await NetworkManagerLab.make()
+        let ferryd = try FerrydProcess()
+        defer { ferryd.cleanUp(); manager.remove() }
+        try manager.connect(metered: "yes")
+        try await manager.waitForPublished(1)
+        ferryd.wrapper = manager.lab.inClient([])
+        ferryd.extraEnvironment = ["DBUS_SYSTEM_BUS_ADDRESS": manager.bus.address, "FERRYD_NETWORK_MANAGER": "off"]
+        try await ferryd.start()
+        try await Self.waitForStatus(ferryd, link: manager.lab.clientLink, source: "netlink", expensive: false)
+        #expect(!ferryd.log.contains("NetworkManager"), "\(ferryd.log.suffix(2000))")
+    }
+
     @Test("the watch itself: nil without NetworkManager, then each Metered value NetworkManager publishes (yes, no, guess from unknown), then nil again")
     func watchFollowsEachValue() async throws {
         let manager = try await NetworkManagerLab.make(startingManager: false)

@@ -141,7 +141,9 @@ private struct Follower {
         let sender = "sender='\(NetworkManagerWatch.name)'"
         for rule in [
             "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(NetworkManagerWatch.name)'",
-            "type='signal',\(sender),interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',path_namespace='\(NetworkManagerWatch.root)/Devices'",
+            // arg0: the Device interface's changes only, not Wi-Fi's scans or the statistics'.
+            "type='signal',\(sender),interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',"
+                + "path_namespace='\(NetworkManagerWatch.root)/Devices',arg0='\(NetworkManagerWatch.deviceInterface)'",
             "type='signal',\(sender),interface='\(NetworkManagerWatch.name)',path='\(NetworkManagerWatch.root)'",
         ] {
             _ = try bus.call(.busCall("AddMatch", [.string(rule)]), timeout: NetworkManagerWatch.callTimeout)
