@@ -25,6 +25,7 @@ final class NetworkManagerLab: @unchecked Sendable {  // used by one test at a t
 
     /// A lab whose web server runs, a bus, and (unless `startingManager` is false) NetworkManager.
     static func make(startingManager: Bool = true) async throws -> NetworkManagerLab {
+        sweepLeftovers()
         let lab = try NetworkLab.make()
         var bus: SystemBus?
         do {
@@ -137,6 +138,24 @@ final class NetworkManagerLab: @unchecked Sendable {  // used by one test at a t
 
     /// NetworkManager's log so far.
     var log: String { process?.output ?? "" }
+
+    /// Ends the NetworkManager and dbus-daemon processes that earlier runs of dead test
+    /// processes left: those whose command line names a lab or bus folder of a pid that is gone
+    /// (`ferry-netlab-<pid>x…`, `ferry-bus-<pid>x…`).
+    static func sweepLeftovers() {
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return }
+        for entry in entries {
+            guard let pid = Int32(entry), let data = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline") else { continue }
+            let command = String(decoding: data.map { $0 == 0 ? 0x20 : $0 }, as: UTF8.self)
+            guard command.contains("NetworkManager") || command.contains("dbus-daemon") else { continue }
+            for marker in ["ferry-netlab-", "ferry-bus-"] {
+                guard let range = command.range(of: marker), let owner = Int32(command[range.upperBound...].prefix { $0.isNumber }),
+                    kill(owner, 0) != 0, errno == ESRCH
+                else { continue }
+                kill(pid, SIGKILL)
+            }
+        }
+    }
 
     func remove() {
         if let process {

@@ -22,7 +22,7 @@ final class SystemBus: Sendable {
 
     /// Starts dbus-daemon and waits (≤ 10 s) until its socket accepts connections.
     static func start() async throws -> SystemBus {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-bus-\(UUID().uuidString.prefix(8))")
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-bus-\(getpid())x\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         let configuration = root.appendingPathComponent("bus.conf")
         try """
