@@ -146,5 +146,16 @@ struct NetworkManagerTests {
         #expect(links["wlan0"]?.isExpensive == true && links["wlan0"]?.isConstrained == true, "a pattern is not undone by metered no")
         let without = path.classified(by: classes).links
         #expect(without["eth0"]?.isExpensive == false && without["wwan0"]?.isCellular == false)
+        // A modem's control device and a plain device with its data link's name: metered and a modem.
+        let merged = NetworkManagerDevices([
+            ("wwan0", .init(metered: .unknown, type: 14)), ("wwan0", .init(metered: .guessYes, type: NetworkManagerDevices.Device.modem)),
+            ("eth0", .init(metered: .no, type: 1)),
+        ])
+        #expect(merged.devices["wwan0"] == .init(metered: .guessYes, type: NetworkManagerDevices.Device.modem))
+        #expect(merged.devices["eth0"]?.metered == .no)
+        let reversed = NetworkManagerDevices([
+            ("wwan0", .init(metered: .guessYes, type: NetworkManagerDevices.Device.modem)), ("wwan0", .init(metered: .unknown, type: 14)),
+        ])
+        #expect(reversed.devices["wwan0"] == .init(metered: .guessYes, type: NetworkManagerDevices.Device.modem), "in either order")
     }
 }

@@ -23,6 +23,22 @@ struct NetworkManagerDevices: Hashable, Sendable {
     }
 
     var devices: [String: Device] = [:]
+
+    init(devices: [String: Device] = [:]) { self.devices = devices }
+
+    /// By interface name. Two devices of one name (a modem's control device and its data
+    /// link, say) count as metered, or a modem, if either is.
+    init(_ named: [(interface: String, device: Device)]) {
+        for (interface, device) in named {
+            guard let other = devices[interface] else {
+                devices[interface] = device
+                continue
+            }
+            devices[interface] = Device(
+                metered: other.metered.isMetered || !device.metered.isMetered ? other.metered : device.metered,
+                type: other.isModem ? other.type : device.type)
+        }
+    }
 }
 
 /// Follows NetworkManager over the system bus on a thread of its own: which devices are
@@ -260,9 +276,7 @@ private struct Follower {
     }
 
     private func publishDevices() {
-        var result = NetworkManagerDevices()
-        for (interface, device) in devices.values { result.devices[interface] = device }
-        publish(result)
+        publish(NetworkManagerDevices(devices.values.map { ($0.interface, $0.device) }))
     }
 
     /// Waits `seconds` for the stop pipe; whether it was written.
