@@ -59,6 +59,10 @@ public struct DaemonConfiguration: Sendable {
     public var networkMonitoring: NetworkMonitoring = .automatic
     /// Interface names ferryd counts as cellular, expensive (metered) or constrained.
     public var networkInterfaceClasses = NetworkInterfaceClasses()
+    /// The D-Bus address of the system bus, where ferryd reads which links NetworkManager
+    /// counts as metered (`DBUS_SYSTEM_BUS_ADDRESS`); nil reads interface names alone
+    /// (`FERRYD_NETWORK_MANAGER=off`). No bus or no NetworkManager on it is not an error.
+    public var networkManagerBusAddress: String? = DBusConnection.systemBusAddress
     /// The kernel's power-supply class, read for discretionary tasks (mains or battery).
     public var powerSupplyDirectory = URL(fileURLWithPath: "/sys/class/power_supply")
 

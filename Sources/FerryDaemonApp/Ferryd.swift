@@ -68,6 +68,7 @@ struct Ferryd: AsyncParsableCommand {
         configuration.globalTaskLimit = globalTaskLimit
         configuration.networkMonitoring = try Self.networkMonitoring(networkMonitor ?? environment["FERRYD_NETWORK_MONITOR"])
         configuration.networkInterfaceClasses = Self.interfaceClasses(environment)
+        configuration.networkManagerBusAddress = Self.networkManagerBus(environment, default: configuration.networkManagerBusAddress)
         if let power = environment["FERRYD_POWER_SUPPLY_DIR"] { configuration.powerSupplyDirectory = URL(fileURLWithPath: power) }
         let store = try FerryStore(path: paths.storeURL.path, logger: Logger(label: "ferryd.store"))
         let registry = AppRegistry(paths: paths)
@@ -103,6 +104,14 @@ struct Ferryd: AsyncParsableCommand {
         if text == "poll" { return .polling(interval: 2) }
         if text.hasPrefix("poll:"), let seconds = Double(text.dropFirst(5)), seconds > 0 { return .polling(interval: seconds) }
         throw ValidationError("network monitor '\(text)': expected netlink, poll, poll:SECONDS or off")
+    }
+
+    /// Where NetworkManager is asked which links are metered: the system bus
+    /// (`DBUS_SYSTEM_BUS_ADDRESS`, else its usual socket); `FERRYD_NETWORK_MANAGER=off` asks nobody.
+    static func networkManagerBus(_ environment: [String: String], default systemBus: String?) -> String? {
+        if environment["FERRYD_NETWORK_MANAGER"] == "off" { return nil }
+        guard let address = environment["DBUS_SYSTEM_BUS_ADDRESS"], !address.isEmpty else { return systemBus }
+        return address
     }
 
     /// `FERRYD_CELLULAR_INTERFACES`, `FERRYD_EXPENSIVE_INTERFACES`, `FERRYD_CONSTRAINED_INTERFACES`:

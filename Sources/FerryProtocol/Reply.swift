@@ -212,7 +212,8 @@ public struct DaemonStatus: Hashable, Sendable, Codable {
 
 /// The network and power as ferryd's monitor last read them (`ferry daemon status`).
 public struct NetworkStatus: Hashable, Sendable, Codable {
-    /// Where the reading came from: `netlink`, or `proc` when polling.
+    /// Where the reading came from: `netlink`, or `proc` when polling; `+networkmanager` when
+    /// NetworkManager said which links are metered (`netlink+networkmanager`).
     public var source: String
     /// A link that is up has a default route: hosts by name can be reached.
     public var hasDefaultRoute: Bool

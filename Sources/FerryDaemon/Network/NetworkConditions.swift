@@ -7,7 +7,8 @@ struct NetworkConditions: Hashable, Sendable {
     /// nil until the monitor's first reading (or with the monitor off): every host is reachable.
     var path: NetworkPath?
     var isOnMains = true
-    /// What the reading came from (`netlink`, `proc`), for status.
+    /// What the reading came from (`netlink`, `proc`; `+networkmanager` when NetworkManager
+    /// said which links are metered), for status.
     var source = "none"
 
     /// For `status`: nil before the first reading.
@@ -31,8 +32,9 @@ struct NetworkConditions: Hashable, Sendable {
                 message: "the route to \(host) is over cellular link \(link.name) and the session does not allow it (allowsCellularAccess)")
         }
         if link.isExpensive, !access.allowsExpensiveNetworkAccess {
+            let metered = link.isMeteredByNetworkManager ? " (metered, says NetworkManager)" : ""
             return WaitingReason(kind: .expensiveNetwork, host: host,
-                message: "the route to \(host) is over expensive link \(link.name) and the session does not allow it (allowsExpensiveNetworkAccess)")
+                message: "the route to \(host) is over expensive link \(link.name)\(metered) and the session does not allow it (allowsExpensiveNetworkAccess)")
         }
         if link.isConstrained, !access.allowsConstrainedNetworkAccess {
             return WaitingReason(kind: .constrainedNetwork, host: host,
@@ -48,7 +50,8 @@ struct NetworkConditions: Hashable, Sendable {
 
 /// Which interfaces ferryd counts as cellular, expensive or constrained: shell patterns of
 /// interface names. The kernel does not know which link is metered; NetworkManager does, and
-/// reading it over D-Bus is not built yet (docs/ferryd.md).
+/// when it runs its `Metered` adds to these (``DaemonConfiguration/networkManagerBusAddress``,
+/// docs/ferryd.md).
 public struct NetworkInterfaceClasses: Hashable, Sendable {
     /// WWAN links (`ww*` in systemd's predictable names). Cellular links are also expensive.
     public var cellular: [String] = ["ww*"]

@@ -11,6 +11,7 @@ struct NetworkMonitorService: Service {
     func run() async {
         let watch = NetworkWatch(
             monitoring: daemon.configuration.networkMonitoring, classes: daemon.configuration.networkInterfaceClasses,
+            networkManagerBus: daemon.configuration.networkManagerBusAddress,
             powerSupply: daemon.configuration.powerSupplyDirectory, logger: daemon.logger)
         if daemon.configuration.networkMonitoring == .off { daemon.networkRead.signal() }  // no reading will come
         await cancelWhenGracefulShutdown {
@@ -27,7 +28,9 @@ struct NetworkMonitorService: Service {
 /// never on Swift concurrency's pool. It reads once at start, then after each change
 /// notification (50 ms later, so a burst of changes is read once), and every
 /// `recheckInterval` anyway (power changes, a lost notification). Polling mode reads every
-/// interval. `stop()` ends the thread and the stream.
+/// interval. NetworkManager's metered devices come from a thread of their own
+/// (``NetworkManagerWatch``), whose news is a change notification like netlink's. `stop()`
+/// ends the threads and the stream.
 final class NetworkWatch: Sendable {
     let readings: AsyncStream<NetworkConditions>
     private let continuation: AsyncStream<NetworkConditions>.Continuation
@@ -37,7 +40,11 @@ final class NetworkWatch: Sendable {
     /// With netlink, how often ferryd reads anyway.
     static let recheckInterval = 10.0
 
-    init(monitoring: NetworkMonitoring, classes: NetworkInterfaceClasses, powerSupply: URL, logger: Logger) {
+    /// How long the first reading waits for NetworkManager's first answer (a bus that is there
+    /// answers in milliseconds; one that is not fails at once).
+    static let networkManagerWait: Int32 = 1000
+
+    init(monitoring: NetworkMonitoring, classes: NetworkInterfaceClasses, networkManagerBus: String?, powerSupply: URL, logger: Logger) {
         (readings, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
         var fds: [Int32] = [-1, -1]
         if monitoring != .off, pipe(&fds) == 0 {
@@ -52,7 +59,11 @@ final class NetworkWatch: Sendable {
         }
         let (continuation, stopFD) = (self.continuation, stopPipe.read)
         let thread = Thread {
-            Self.watch(monitoring, classes: classes, powerSupply: powerSupply, stop: stopFD, logger: logger) { continuation.yield($0) }
+            let manager = networkManagerBus.flatMap { NetworkManagerWatch(address: $0, logger: logger) }
+            Self.watch(monitoring, classes: classes, manager: manager, powerSupply: powerSupply, stop: stopFD, logger: logger) {
+                continuation.yield($0)
+            }
+            manager?.stop()
             close(stopFD)
         }
         thread.name = "ferryd network monitor"
@@ -72,8 +83,8 @@ final class NetworkWatch: Sendable {
     }
 
     private static func watch(
-        _ monitoring: NetworkMonitoring, classes: NetworkInterfaceClasses, powerSupply: URL, stop: Int32, logger: Logger,
-        publish: (NetworkConditions) -> Void
+        _ monitoring: NetworkMonitoring, classes: NetworkInterfaceClasses, manager: NetworkManagerWatch?, powerSupply: URL, stop: Int32,
+        logger: Logger, publish: (NetworkConditions) -> Void
     ) {
         var changes: Int32 = -1
         var interval = recheckInterval
@@ -94,9 +105,10 @@ final class NetworkWatch: Sendable {
         func read() {
             do {
                 let path = changes >= 0 ? try RouteNetlink.read() : try ProcNetwork.read()
+                let devices = manager?.current
                 let conditions = NetworkConditions(
-                    path: path.classified(by: classes), isOnMains: PowerSupply.isOnMains(root: powerSupply),
-                    source: changes >= 0 ? "netlink" : "proc")
+                    path: path.classified(by: classes, networkManager: devices), isOnMains: PowerSupply.isOnMains(root: powerSupply),
+                    source: (changes >= 0 ? "netlink" : "proc") + (devices != nil ? "+networkmanager" : ""))
                 failing = false
                 guard conditions != last else { return }
                 last = conditions
@@ -106,22 +118,30 @@ final class NetworkWatch: Sendable {
                 failing = true
             }
         }
+        let managerChanges = manager?.changes ?? -1
+        if managerChanges >= 0 {
+            var first = [pollfd(fd: stop, events: Int16(POLLIN), revents: 0), pollfd(fd: managerChanges, events: Int16(POLLIN), revents: 0)]
+            if poll(&first, 2, networkManagerWait) > 0, first[0].revents != 0 { return }
+            manager?.drainChanges()
+        }
         read()
-        // Until stop() writes to the pipe; each turn waits in poll.
+        // Until stop() writes to the pipe; each turn waits in poll (a negative fd is skipped).
         while true {
-            var fds = [pollfd(fd: stop, events: Int16(POLLIN), revents: 0), pollfd(fd: changes, events: Int16(POLLIN), revents: 0)]
-            let ready = poll(&fds, changes >= 0 ? 2 : 1, Int32(interval * 1000))
+            var fds = [stop, changes, managerChanges].map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+            let ready = poll(&fds, 3, Int32(interval * 1000))
             if ready < 0, errno == EINTR { continue }
             if ready < 0 {
                 logger.error("the network monitor stops: poll failed", metadata: ["errno": "\(errno)"])
                 return
             }
             if fds[0].revents != 0 { return }
-            if changes >= 0, fds[1].revents != 0 {
-                drain(changes)
+            if fds[1].revents != 0 || fds[2].revents != 0 {
+                if changes >= 0 { drain(changes) }
+                manager?.drainChanges()
                 var quiet = [pollfd(fd: stop, events: Int16(POLLIN), revents: 0)]
                 if poll(&quiet, 1, 50) > 0 { return }
-                drain(changes)
+                if changes >= 0 { drain(changes) }
+                manager?.drainChanges()
             }
             read()
         }

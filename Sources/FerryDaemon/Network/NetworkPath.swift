@@ -10,10 +10,14 @@ struct NetworkPath: Hashable, Sendable {
         /// Administratively up and with a carrier (`IFF_UP` and `IFF_RUNNING`).
         var isUp: Bool
         var isLoopback: Bool
-        /// A WWAN link (the configuration's `cellularInterfaces`, `ww*` by default).
+        /// A WWAN link (the configuration's `cellularInterfaces`, `ww*` by default, or a
+        /// NetworkManager modem).
         var isCellular = false
-        /// Metered: cellular, or named in the configuration's `expensiveInterfaces`.
+        /// Metered: cellular, named in the configuration's `expensiveInterfaces`, or metered
+        /// by NetworkManager.
         var isExpensive = false
+        /// NetworkManager says it is metered (yes, or its guess of yes).
+        var isMeteredByNetworkManager = false
         /// Named in the configuration's `constrainedInterfaces`.
         var isConstrained = false
 
@@ -93,13 +97,18 @@ struct NetworkPath: Hashable, Sendable {
 
 extension NetworkPath {
     /// Marks links cellular, expensive or constrained by the configuration's name patterns
-    /// (shell globs, `fnmatch`). Linux has no kernel notion of a metered link; see docs/ferryd.md.
-    func classified(by classes: NetworkInterfaceClasses) -> NetworkPath {
+    /// (shell globs, `fnmatch`) and, when NetworkManager runs, by what it says of its devices:
+    /// metered (yes or guess-yes) is expensive, a modem is cellular. Either source suffices;
+    /// NetworkManager has no notion of constrained, so that stays the patterns'. Linux has no
+    /// kernel notion of a metered link; see docs/ferryd.md.
+    func classified(by classes: NetworkInterfaceClasses, networkManager: NetworkManagerDevices? = nil) -> NetworkPath {
         var path = self
         for (name, link) in links {
             var link = link
-            link.isCellular = classes.cellular.contains { fnmatch($0, name, 0) == 0 }
-            link.isExpensive = link.isCellular || classes.expensive.contains { fnmatch($0, name, 0) == 0 }
+            let device = networkManager?.devices[name]
+            link.isMeteredByNetworkManager = device?.metered.isMetered ?? false
+            link.isCellular = device?.isModem == true || classes.cellular.contains { fnmatch($0, name, 0) == 0 }
+            link.isExpensive = link.isCellular || link.isMeteredByNetworkManager || classes.expensive.contains { fnmatch($0, name, 0) == 0 }
             link.isConstrained = classes.constrained.contains { fnmatch($0, name, 0) == 0 }
             path.links[name] = link
         }

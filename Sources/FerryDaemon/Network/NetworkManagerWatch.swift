@@ -1,0 +1,304 @@
+import Foundation
+import Glibc
+import Logging
+
+/// What NetworkManager says of the devices it knows, by kernel interface name: whether each is
+/// metered (`Metered`) and what kind of device it is (`DeviceType`).
+struct NetworkManagerDevices: Hashable, Sendable {
+    /// `NMMetered`: what a user set on the connection, or NetworkManager's guess (a modem, a
+    /// phone's hotspot announcing itself metered).
+    enum Metered: UInt32, Hashable, Sendable {
+        case unknown = 0, yes = 1, no = 2, guessYes = 3, guessNo = 4
+
+        var isMetered: Bool { self == .yes || self == .guessYes }
+    }
+
+    struct Device: Hashable, Sendable {
+        var metered: Metered
+        /// `NMDeviceType`; ``modem`` is cellular.
+        var type: UInt32
+
+        static let modem: UInt32 = 8
+        var isModem: Bool { type == Self.modem }
+    }
+
+    var devices: [String: Device] = [:]
+
+    init(devices: [String: Device] = [:]) { self.devices = devices }
+
+    /// By interface name. Two devices of one name (a modem's control device and its data
+    /// link, say) count as metered, or a modem, if either is.
+    init(_ named: [(interface: String, device: Device)]) {
+        for (interface, device) in named {
+            guard let other = devices[interface] else {
+                devices[interface] = device
+                continue
+            }
+            devices[interface] = Device(
+                metered: other.metered.isMetered || !device.metered.isMetered ? other.metered : device.metered,
+                type: other.isModem ? other.type : device.type)
+        }
+    }
+}
+
+/// Follows NetworkManager over the system bus on a thread of its own: which devices are
+/// metered, read whole when NetworkManager appears, then kept by its `PropertiesChanged`,
+/// `DeviceAdded` and `DeviceRemoved` signals; nil while there is no bus or no NetworkManager
+/// on it (ferryd then goes by interface names alone). Each change is told through ``changes``,
+/// a pipe the network watch polls beside its netlink socket, and read with ``current``.
+final class NetworkManagerWatch: Sendable {
+    /// Readable when ``current`` changed (and once after the first attempt, whatever it found);
+    /// read it empty with ``drainChanges()``. Closed by the thread once stopped.
+    let changes: Int32
+    private let notify: Int32
+    private let stopPipe: (read: Int32, write: Int32)
+    private let state = LockedDevices()
+
+    static let name = "org.freedesktop.NetworkManager"
+    static let root = "/org/freedesktop/NetworkManager"
+    static let deviceInterface = "org.freedesktop.NetworkManager.Device"
+    /// How long one call may take, and how often a missing bus is looked for again.
+    static let callTimeout = 2.0
+    static let retryInterval = 10.0
+    /// More devices than this are not read (a bound on one reading's calls).
+    static let maximumDevices = 256
+
+    /// What NetworkManager last said; nil when it is not there.
+    var current: NetworkManagerDevices? { state.value }
+
+    /// Starts following NetworkManager on the bus at `address` (a D-Bus address).
+    init?(address: String, logger: Logger) {
+        var notifyFDs: [Int32] = [-1, -1], stopFDs: [Int32] = [-1, -1]
+        guard pipe(&notifyFDs) == 0 else { return nil }
+        guard pipe(&stopFDs) == 0 else {
+            notifyFDs.forEach { Glibc.close($0) }
+            return nil
+        }
+        // Not inherited by the apps ferryd launches; the news pipe never blocks its writer.
+        for fd in notifyFDs + stopFDs { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        for fd in notifyFDs { _ = fcntl(fd, F_SETFL, O_NONBLOCK) }
+        (changes, notify) = (notifyFDs[0], notifyFDs[1])
+        stopPipe = (stopFDs[0], stopFDs[1])
+        let thread = Thread { [state, notify, changes, stopPipe] in
+            var follower = Follower(address: address, stop: stopPipe.read, logger: logger) { devices in
+                guard state.set(devices) else { return }
+                var byte: UInt8 = 1
+                _ = write(notify, &byte, 1)
+            }
+            follower.run()
+            // The thread closes all but the stop pipe's write end: nothing writes to a closed pipe.
+            for fd in [stopPipe.read, notify, changes] { Glibc.close(fd) }
+        }
+        thread.name = "ferryd NetworkManager"
+        thread.start()
+    }
+
+    /// Empties ``changes`` (a non-blocking pipe), once its news has been taken.
+    func drainChanges() {
+        var buffer = [UInt8](repeating: 0, count: 256)
+        while buffer.withUnsafeMutableBytes({ read(changes, $0.baseAddress, $0.count) }) > 0 {}
+    }
+
+    /// Ends the thread (within a call's time-out).
+    func stop() {
+        var byte: UInt8 = 1
+        _ = write(stopPipe.write, &byte, 1)
+    }
+
+    /// Closing the write end also stops the thread (its poll sees the hang-up).
+    deinit { Glibc.close(stopPipe.write) }
+}
+
+/// The thread's work: connect, read, follow; on any failure forget what NetworkManager said,
+/// wait and start again.
+private struct Follower {
+    let address: String
+    let stop: Int32
+    let logger: Logger
+    let publish: (NetworkManagerDevices?) -> Void
+    /// A device's interface name and what NetworkManager says of it, by its object path.
+    private typealias Known = (interface: String, device: NetworkManagerDevices.Device)
+    private var devices: [String: Known] = [:]
+    private var lastProblem = ""
+    /// NetworkManager was read and has not left since.
+    private var present = false
+    /// When to read again after NetworkManager answered a read with an error (it owns its name
+    /// a moment before it serves its objects, and leaves in the middle of a read), and the wait after that.
+    private var retryAt: Double?
+    private var retryDelay = 0.1
+
+    init(address: String, stop: Int32, logger: Logger, publish: @escaping (NetworkManagerDevices?) -> Void) {
+        (self.address, self.stop, self.logger, self.publish) = (address, stop, logger, publish)
+    }
+
+    mutating func run() {
+        while true {
+            do {
+                let bus = try DBusConnection(address: address, timeout: NetworkManagerWatch.callTimeout)
+                defer { bus.close() }
+                if try follow(bus) { return }
+            } catch {
+                let problem = "\(error)"
+                if problem != lastProblem {
+                    logger.info("no NetworkManager reading: links are classed by their names alone", metadata: [
+                        "bus": "\(address)", "error": "\(problem)",
+                    ])
+                    lastProblem = problem
+                }
+            }
+            (devices, present) = ([:], false)
+            publish(nil)
+            if stopRequested(within: NetworkManagerWatch.retryInterval) { return }
+        }
+    }
+
+    /// Follows NetworkManager on `bus` until asked to stop (true) or the bus fails (throws).
+    private mutating func follow(_ bus: DBusConnection) throws(DBusError) -> Bool {
+        let sender = "sender='\(NetworkManagerWatch.name)'"
+        for rule in [
+            "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(NetworkManagerWatch.name)'",
+            // arg0: the Device interface's changes only, not Wi-Fi's scans or the statistics'.
+            "type='signal',\(sender),interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',"
+                + "path_namespace='\(NetworkManagerWatch.root)/Devices',arg0='\(NetworkManagerWatch.deviceInterface)'",
+            "type='signal',\(sender),interface='\(NetworkManagerWatch.name)',path='\(NetworkManagerWatch.root)'",
+        ] {
+            _ = try bus.call(.busCall("AddMatch", [.string(rule)]), timeout: NetworkManagerWatch.callTimeout)
+        }
+        do {
+            _ = try bus.call(.busCall("GetNameOwner", [.string(NetworkManagerWatch.name)]), timeout: NetworkManagerWatch.callTimeout)
+            try refresh(bus)
+        } catch .remote(let name, _) where name == "org.freedesktop.DBus.Error.NameHasNoOwner" {
+            absent("no NetworkManager on the system bus")
+        }
+        while true {
+            while let message = try bus.receive(timeout: 0) { try handle(message, on: bus) }
+            if bus.takeDropped(), present { try refresh(bus) }
+            if let retryAt, retryAt <= DBusConnection.now { try refresh(bus) }
+            var fds = [pollfd(fd: stop, events: Int16(POLLIN), revents: 0), pollfd(fd: bus.fd, events: Int16(POLLIN), revents: 0)]
+            let ready = poll(&fds, 2, retryAt.map { Int32(max(0, $0 - DBusConnection.now) * 1000) + 1 } ?? -1)
+            if ready < 0, errno != EINTR { throw .system(call: "poll", errno: errno) }
+            if fds[0].revents != 0 { return true }
+        }
+    }
+
+    /// Reads every device; an error answer from NetworkManager (not ready yet, leaving) is
+    /// tried again after a while (0.1 s, doubling up to 2 s) instead of ending the connection.
+    private mutating func refresh(_ bus: DBusConnection) throws(DBusError) {
+        do {
+            try readAll(bus)
+            (retryAt, retryDelay) = (nil, 0.1)
+        } catch .remote(let name, let message) {
+            logger.debug("NetworkManager cannot be read yet", metadata: ["error": "\(name): \(message)", "retry": "\(retryDelay)"])
+            retryAt = DBusConnection.now + retryDelay
+            retryDelay = min(retryDelay * 2, 2)
+        }
+    }
+
+    private mutating func handle(_ message: DBusMessage, on bus: DBusConnection) throws(DBusError) {
+        switch (message.kind, message.interface, message.member) {
+        case (.methodCall, _, _):
+            try bus.refuse(message)
+        case (.signal, "org.freedesktop.DBus", "NameOwnerChanged"):
+            guard message.body.count == 3, message.body[0].string == NetworkManagerWatch.name else { return }
+            if message.body[2].string?.isEmpty == false {
+                try refresh(bus)
+            } else {
+                absent("NetworkManager left the system bus")
+            }
+        case (.signal, NetworkManagerWatch.name, "DeviceAdded"), (.signal, NetworkManagerWatch.name, "DeviceRemoved"):
+            try refresh(bus)
+        case (.signal, "org.freedesktop.DBus.Properties", "PropertiesChanged"):
+            guard message.body.count >= 2, message.body[0].string == NetworkManagerWatch.deviceInterface,
+                let path = message.path, devices[path] != nil, let changed = message.body[1].dictionary
+            else { return }
+            if changed["Interface"] != nil || changed["IpInterface"] != nil || changed["DeviceType"] != nil {
+                return try refresh(bus)
+            }
+            guard let value = changed["Metered"]?.uint32 else { return }
+            var updated = devices
+            updated[path]?.device.metered = NetworkManagerDevices.Metered(rawValue: value) ?? .unknown
+            keep(updated)
+        default:
+            break
+        }
+    }
+
+    /// Reads every device NetworkManager has (`GetDevices`, then each one's properties).
+    private mutating func readAll(_ bus: DBusConnection) throws(DBusError) {
+        let reply = try bus.call(
+            .call(NetworkManagerWatch.name, path: NetworkManagerWatch.root, interface: NetworkManagerWatch.name, member: "GetDevices"),
+            timeout: NetworkManagerWatch.callTimeout)
+        let paths = (reply.body.first?.elements ?? []).compactMap(\.string).prefix(NetworkManagerWatch.maximumDevices)
+        var read: [String: Known] = [:]
+        for path in paths {
+            let properties: [String: DBusValue]
+            do {
+                let answer = try bus.call(
+                    .call(NetworkManagerWatch.name, path: path, interface: "org.freedesktop.DBus.Properties", member: "GetAll",
+                          [.string(NetworkManagerWatch.deviceInterface)]),
+                    timeout: NetworkManagerWatch.callTimeout)
+                properties = answer.body.first?.dictionary ?? [:]
+            } catch .remote {
+                continue  // gone since GetDevices: DeviceRemoved follows
+            }
+            let ipInterface = properties["IpInterface"]?.string ?? ""
+            guard let interface = ipInterface.isEmpty ? properties["Interface"]?.string : ipInterface, !interface.isEmpty else { continue }
+            let metered = properties["Metered"]?.uint32.flatMap(NetworkManagerDevices.Metered.init) ?? .unknown
+            read[path] = (interface, .init(metered: metered, type: properties["DeviceType"]?.uint32 ?? 0))
+        }
+        keep(read)
+        if !present {
+            logger.notice("NetworkManager: reading which links are metered", metadata: [
+                "metered": "\(read.values.filter(\.device.metered.isMetered).map(\.interface).sorted().joined(separator: ","))",
+                "devices": "\(read.count)",
+            ])
+            (present, lastProblem) = (true, "")
+        }
+    }
+
+    /// Keeps `new` as what NetworkManager says, logs each link whose `Metered` changed (once
+    /// NetworkManager was read: its first reading is logged whole) and publishes it.
+    private mutating func keep(_ new: [String: Known]) {
+        if present {
+            for (path, known) in new where devices[path].map({ $0.device.metered != known.device.metered }) ?? true {
+                logger.info("NetworkManager: metered changed", metadata: ["link": "\(known.interface)", "metered": "\(known.device.metered)"])
+            }
+        }
+        devices = new
+        publishDevices()
+    }
+
+    private mutating func absent(_ why: String) {
+        if why != lastProblem { logger.info("\(why): links are classed by their names alone") }
+        (lastProblem, present, retryAt, retryDelay) = (why, false, nil, 0.1)
+        devices = [:]
+        publish(nil)
+    }
+
+    private func publishDevices() {
+        publish(NetworkManagerDevices(devices.values.map { ($0.interface, $0.device) }))
+    }
+
+    /// Waits `seconds` for the stop pipe; whether it was written.
+    private func stopRequested(within seconds: Double) -> Bool {
+        var fds = [pollfd(fd: stop, events: Int16(POLLIN), revents: 0)]
+        return poll(&fds, 1, Int32(seconds * 1000)) > 0
+    }
+}
+
+/// The last reading, shared by the NetworkManager thread (writer) and the network watch (reader).
+private final class LockedDevices: @unchecked Sendable {  // guarded by `lock`
+    private let lock = NSLock()
+    private var devices: NetworkManagerDevices?
+    private var published = false
+
+    var value: NetworkManagerDevices? { lock.withLock { devices } }
+
+    /// Stores `new`; whether it is news (it differs, or it is the first).
+    func set(_ new: NetworkManagerDevices?) -> Bool {
+        lock.withLock {
+            defer { (devices, published) = (new, true) }
+            return !published || devices != new
+        }
+    }
+}
