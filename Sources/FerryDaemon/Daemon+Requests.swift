@@ -312,17 +312,22 @@ extension Daemon {
     /// file: deleted once its task has ended. A body the app named is never touched (the path
     /// must be exactly `FerryPaths.spooledUploadBody`).
     func discardSpooledBody(of record: TaskRecord) async {
-        guard record.state.isFinal, let body = record.bodyFile,
-            let session = try? await store.session(record.sessionIdentifier)
-        else { return }
-        let spooled = FerryPaths.spooledUploadBody(in: containerURL(of: session), session: record.sessionIdentifier, task: record.taskIdentifier)
+        guard record.state.isFinal else { return }
+        await discardSpooledBody(record.bodyFile, of: record.key)
+    }
+
+    /// Deletes `body`, the body file of a task that ended, when it is the copy ferryd spooled
+    /// into the session's container.
+    func discardSpooledBody(_ body: String?, of key: TaskKey) async {
+        guard let body, let session = try? await store.session(key.session) else { return }
+        let spooled = FerryPaths.spooledUploadBody(in: containerURL(of: session), session: key.session, task: key.task)
         guard URL(fileURLWithPath: body).standardizedFileURL.path == spooled.standardizedFileURL.path else { return }
         do {
             try FileManager.default.removeItem(at: spooled)
         } catch CocoaError.fileNoSuchFile {
         } catch {
             logger.notice("cannot delete a spooled upload body", metadata: [
-                "session": "\(record.sessionIdentifier)", "task": "\(record.taskIdentifier)", "error": "\(error)",
+                "session": "\(key.session)", "task": "\(key.task)", "error": "\(error)",
             ])
         }
     }

@@ -317,21 +317,11 @@ extension Daemon {
         }
         kinds.append(.completed)
         let events = try kinds.map { try $0.newEvent(session: key.session, task: key.task) }
-        let completed = try await store.updateTask(session: key.session, task: key.task, appending: events, now: clock.now) { [delivered] stored in
-            stored.state = .completed
-            stored.deliveredTo = delivered
-            stored.responseStatus = result.response.statusCode
-            stored.bytesSent = result.bytesSent
-            stored.bytesReceived = result.bytesReceived
-            if result.bytesSent > 0 { stored.bytesExpectedToSend = result.bytesSent }
-            stored.bytesExpectedToReceive = result.bytesReceived
-            stored.lastErrorCode = nil
-            stored.lastErrorMessage = nil
-            stored.uploadResourceURL = nil
-            stored.uploadInteropVersion = nil
-        }
+        let completion = TaskCompletion(
+            responseStatus: result.response.statusCode, bytesSent: result.bytesSent, bytesReceived: result.bytesReceived, deliveredTo: delivered)
+        let body = try await store.completeTask(session: key.session, task: key.task, completion, appending: events, now: clock.now)
         // Its commit handed the events to the delivery service (`EventOutbox`).
-        await discardSpooledBody(of: completed)
+        await discardSpooledBody(body, of: key)
         activity.completedTasks += 1
         announcedWaiting.remove(key)
         logger.info("task completed", metadata: ["status": "\(result.response.statusCode)", "requests": "\(result.requestCount)"])

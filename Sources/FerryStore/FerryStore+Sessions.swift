@@ -128,6 +128,11 @@ extension FerryStoreError {
     static func unknownTask(_ task: Int, session: String, path: String) -> FerryStoreError {
         FerryStoreError(.unknownTask, "session \"\(session)\" has no task \(task)", path: path)
     }
+
+    /// A task that ended (`state`, as stored) cannot become `next`.
+    static func finalState(_ task: Int, session: String, is state: String, cannotBecome next: TaskState, path: String) -> FerryStoreError {
+        FerryStoreError(.invalidTransition, "task \(task) of \"\(session)\" is \(state) and cannot become \(next): submit a new task", path: path)
+    }
 }
 
 /// A session and its counts, from ``FerryStore/sessionSummaries()``.

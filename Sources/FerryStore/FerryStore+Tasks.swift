@@ -173,10 +173,7 @@ extension FerryStore {
                 throw FerryStoreError(.invalidTask, "a task's identity, kind, idempotency key and creation time do not change", path: path)
             }
             if before.state.isFinal && after.state != before.state {
-                throw FerryStoreError(
-                    .invalidTransition,
-                    "task \(identifier) of \"\(session)\" is \(before.state) and cannot become \(after.state): submit a new task",
-                    path: path)
+                throw FerryStoreError.finalState(identifier, session: session, is: before.state.rawValue, cannotBecome: after.state, path: path)
             }
             after.updatedAt = now
             // A task that ended needs its credentials no more: they leave the store with it.

@@ -1,0 +1,72 @@
+import FerryCore
+public import Foundation
+import GRDB
+
+/// What a successful transfer leaves on its task: the server's status, the bytes moved, and
+/// where ferryd delivered a download (its `deliverTo`, or nil).
+public struct TaskCompletion: Hashable, Sendable {
+    public var responseStatus: Int
+    public var bytesSent: Int64
+    public var bytesReceived: Int64
+    public var deliveredTo: String?
+
+    public init(responseStatus: Int, bytesSent: Int64, bytesReceived: Int64, deliveredTo: String? = nil) {
+        self.responseStatus = responseStatus
+        self.bytesSent = bytesSent
+        self.bytesReceived = bytesReceived
+        self.deliveredTo = deliveredTo
+    }
+}
+
+extension FerryStore {
+    /// Marks a task `completed` with its outcome and stores its events, in one write, and
+    /// returns its body file (a spooled upload body goes once the task ended). The same
+    /// change as ``updateTask(session:task:appending:now:_:)`` setting those fields, in one
+    /// statement that reads no row: a thousand transfers ending together are a thousand of
+    /// these in a few grouped transactions, and each one's time is the others' wait.
+    ///
+    /// ```swift
+    /// let body = try await store.completeTask(
+    ///     session: "com.example.bg", task: 3, TaskCompletion(responseStatus: 200, bytesSent: 0, bytesReceived: 2048),
+    ///     appending: [responseEvent, completedEvent])
+    /// ```
+    ///
+    /// - Throws: ``FerryStoreError/Code/unknownTask``; ``FerryStoreError/Code/invalidTransition``
+    ///   when the task already ended (completed, failed or cancelled).
+    @discardableResult
+    public func completeTask(
+        session: String, task identifier: Int, _ completion: TaskCompletion, appending events: [NewEvent] = [], now: Date = Date()
+    ) async throws -> String? {
+        let path = self.path
+        return try await write("complete task \(identifier) of \(session)") { db in
+            // As `updateTask`'s rules: the upload's resource and the last error go, the
+            // credentials leave the store with the task, and a byte count to send is kept
+            // when nothing was sent (a download's).
+            let statement = try db.cachedStatement(sql: """
+                UPDATE task SET state = 'completed', delivered_to = ?, response_status = ?, bytes_sent = ?,
+                    bytes_received = ?, bytes_expected_to_send = CASE WHEN ? > 0 THEN ? ELSE bytes_expected_to_send END,
+                    bytes_expected_to_receive = ?, last_error_code = NULL, last_error_message = NULL,
+                    upload_resource_url = NULL, upload_interop_version = NULL, credentials = NULL, updated_at = ?
+                WHERE session_identifier = ? AND task_identifier = ? AND state NOT IN ('completed', 'failed', 'cancelled')
+                RETURNING body_file
+                """)
+            let arguments: StatementArguments = [
+                completion.deliveredTo, completion.responseStatus, completion.bytesSent, completion.bytesReceived,
+                completion.bytesSent, completion.bytesSent, completion.bytesReceived, now.timeIntervalSince1970, session, identifier,
+            ]
+            guard let row = try Row.fetchOne(statement, arguments: arguments) else {
+                throw Self.refusedChange(db, session: session, task: identifier, to: .completed, path: path)
+            }
+            for event in events { _ = try self.insertEvent(db, event, now: now) }
+            return row[0] as String?
+        }
+    }
+
+    /// Why a change to `state` touched no row: the task is unknown, or it already ended.
+    static func refusedChange(_ db: Database, session: String, task identifier: Int, to state: TaskState, path: String) -> FerryStoreError {
+        let stored = try? String.fetchOne(
+            db, sql: "SELECT state FROM task WHERE session_identifier = ? AND task_identifier = ?", arguments: [session, identifier])
+        guard let stored else { return FerryStoreError.unknownTask(identifier, session: session, path: path) }
+        return FerryStoreError.finalState(identifier, session: session, is: stored, cannotBecome: state, path: path)
+    }
+}
