@@ -113,13 +113,16 @@ final class ClientConnection: Sendable {
             return 0
         }
         let channel = self.channel
-        channel.eventLoop.execute { [outbound, payloads, size] in
+        let write: @Sendable () -> Void = { [outbound, payloads, size] in
             // Written in order; the last write's completion means all of them went (or failed).
             let written = channel.eventLoop.makePromise(of: Void.self)
             for payload in payloads.dropLast() { channel.write(payload, promise: nil) }
             channel.writeAndFlush(payloads[payloads.count - 1], promise: written)
             written.futureResult.whenComplete { _ in outbound.withLockedValue { $0.pendingBytes -= size } }
         }
+        // On the loop already (a job queued there, as live events are): written now, so it
+        // stays ahead of whatever was queued after that job (a reply the actor sent since).
+        if channel.eventLoop.inEventLoop { write() } else { channel.eventLoop.execute(write) }
         return messages.count
     }
 

@@ -33,6 +33,8 @@ extension Daemon {
                     _ = try await cancel(TaskReference(sessionIdentifier: task.sessionIdentifier, taskIdentifier: task.taskIdentifier), producingResumeData: false)
                 }
             }
+            // No event may follow the reply: delivery stops before it is queued (live sends too).
+            if owner(of: invalidate.sessionIdentifier) == connection.id { update(invalidate.sessionIdentifier) { $0.stopDelivery() } }
             return .invalidated(SessionReference(sessionIdentifier: invalidate.sessionIdentifier))
         case .acknowledge(let ack):
             let single = Set(ack.sequences ?? []).filter { $0 > ack.upToSequence }
@@ -54,7 +56,6 @@ extension Daemon {
         switch request {
         case .attach(let attach) where attach.owner && owner(of: attach.sessionIdentifier) == connection.id:
             update(attach.sessionIdentifier) { $0.ownerAttached() }
-            outbox.drop(attach.sessionIdentifier)  // an owner attaching gets every event again, from the store
             await pumpEvents(attach.sessionIdentifier)
         case .invalidate(let invalidate):
             release(invalidate.sessionIdentifier)

@@ -238,7 +238,8 @@ public actor Daemon {
         let hadOwnerAttached = presence.delivered != nil
         let result = change(&presence)
         sessions[session] = presence.isIdle ? nil : presence
-        // No owner to send to: what memory holds for one goes (a next owner starts from the store).
+        // No owner to send to (it left, attaches again, or invalidated the session): what memory
+        // holds for it goes, live sends stop, and the next pump starts from the store.
         if hadOwnerAttached, presence.delivered == nil { outbox.drop(session) }
         return result
     }

@@ -55,6 +55,9 @@ final class EventOutbox: Sendable {
     func committed(_ committed: CommittedEvents) -> [String] {
         var wake: [String] = []
         var sends: [(session: String, connection: ClientConnection, events: [Held])] = []
+        // The sends are queued on their loops before the lock is let go: a drop (the actor's,
+        // before it queues an `invalidated` or `attached` reply) then comes before or after
+        // both the decision and the queueing, never between them.
         state.withLock { state in
             for record in committed.events {
                 let session = record.sessionIdentifier
@@ -83,14 +86,15 @@ final class EventOutbox: Sendable {
                 state.entries[session] = entry
                 state.bytes += size
             }
+            for send in sends { sendLive(send.events, of: send.session, to: send.connection) }
         }
-        for send in sends { sendLive(send.events, of: send.session, to: send.connection) }
         return wake
     }
 
-    /// Decodes and writes on the connection's event loop (in the order of the commits: each
-    /// call queues one job there), then `eventsFinished`; a connection that can no longer
-    /// take them drops the session's memory (it is closing; its release follows).
+    /// Decodes and writes in one job on the connection's event loop (in the order of the
+    /// commits: each call queues one job there, and the job writes at once, ahead of anything
+    /// queued after it), then `eventsFinished`; a connection that can no longer take them
+    /// drops the session's memory (it is closing; its release follows).
     private func sendLive(_ events: [Held], of session: String, to connection: ClientConnection) {
         connection.channel.eventLoop.execute { [self] in
             var messages = EventRecord.messages(events.map { ($0.record, $0.committedAt) }, logger: logger)

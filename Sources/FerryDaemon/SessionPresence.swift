@@ -23,12 +23,18 @@ struct SessionPresence: Sendable {
     var isIdle: Bool { owner == nil && watchers.isEmpty && delivered == nil && pump.isIdle && launchCheck.isIdle && launch == nil }
 
     /// `connection` becomes the owner (it stops being a watcher). False when another owns it.
+    /// Events wait for its `attached` reply, even when it owned the session already: an
+    /// owner attaching again gets every event again, after that reply.
     mutating func take(by connection: UInt64) -> Bool {
         if let owner, owner != connection { return false }
         owner = connection
         watchers.remove(connection)
+        delivered = nil
         return true
     }
+
+    /// No more events to the owner, which stays the owner (its `invalidated` reply is on its way).
+    mutating func stopDelivery() { delivered = nil }
 
     /// `connection` watches (unless it owns the session).
     mutating func watch(by connection: UInt64) {

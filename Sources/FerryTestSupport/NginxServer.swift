@@ -229,6 +229,10 @@ public final class NginxServer: Sendable {
                         gzip_types text/plain application/json;
                         gzip_min_length 1;
                     }
+                    # Files under /slow/ are sent at 8 MB/s a request: transfers that last.
+                    location /slow/ {
+                        limit_rate 8m;
+                    }
                     location /upload/ {
                         dav_methods PUT DELETE;
                         create_full_put_path on;

@@ -66,7 +66,10 @@ public final class ResumableUploadServer: Sendable {
     /// let server = try await ResumableUploadServer.start()
     /// print(server.baseURL + "/upload/report.pdf")
     /// ```
-    public static func start(port: Int = 0) async throws -> ResumableUploadServer {
+    ///
+    /// `bytesPerSecond` reads each connection at most that fast (uploads that last, for tests
+    /// that must interrupt them).
+    public static func start(port: Int = 0, bytesPerSecond: Int? = nil) async throws -> ResumableUploadServer {
         var template = Array("/tmp/ferry-resumable-XXXXXX".utf8CString)
         guard let dir = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
             throw TestServerError("cannot create a temporary directory under /tmp (errno \(errno))")
@@ -83,6 +86,7 @@ public final class ResumableUploadServer: Sendable {
                     let number = shared.opened(child)
                     child.closeFuture.whenComplete { _ in shared.closed(child) }
                     let sync = child.pipeline.syncOperations
+                    if let bytesPerSecond { try sync.addHandler(ReadThrottle(bytesPerSecond: bytesPerSecond)) }
                     try sync.configureHTTPServerPipeline()
                     try sync.addHandler(HTTP1ToHTTPServerCodec(secure: false))
                     try sync.addHandler(RecordingHandler(shared: shared, connection: number))
@@ -369,5 +373,41 @@ final class UploadStoreHandler: ChannelInboundHandler {
 extension String {
     fileprivate var replacingSlashes: String {
         String(map { $0 == "/" ? "_" : $0 })
+    }
+}
+
+/// Reads a connection at most `bytesPerSecond`: once a tenth of a second's bytes arrived, the
+/// next read waits for the next tenth.
+final class ReadThrottle: ChannelDuplexHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    typealias OutboundIn = Never
+
+    private let budget: Int
+    private var used = 0
+    private var windowStart = NIODeadline.now()
+
+    init(bytesPerSecond: Int) { budget = max(1, bytesPerSecond / 10) }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        used += unwrapInboundIn(data).readableBytes
+        context.fireChannelRead(data)
+    }
+
+    func read(context: ChannelHandlerContext) {
+        let now = NIODeadline.now()
+        if now - windowStart >= .milliseconds(100) {
+            windowStart = now
+            used = 0
+        }
+        guard used >= budget else { return context.read() }
+        let next = windowStart + .milliseconds(100)
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        context.eventLoop.scheduleTask(deadline: next) {
+            let (throttle, context) = bound.value
+            throttle.windowStart = next
+            throttle.used = 0
+            context.read()
+        }
     }
 }

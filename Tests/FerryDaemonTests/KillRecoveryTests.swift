@@ -18,9 +18,13 @@ struct KillRecoveryTests {
         let ferryd = try FerrydProcess()
         defer { ferryd.cleanUp() }
         let nginx = try await NginxServer.start()
-        let uploads = try await ResumableUploadServer.start()
+        let uploads = try await ResumableUploadServer.start(bytesPerSecond: 8_000_000)
+        // Sent at 8 MB/s each (nginx's /slow/; the upload server reads at 8 MB/s): on a quiet
+        // machine unthrottled transfers ended before three kills could land.
+        let slow = nginx.root.appendingPathComponent("slow", isDirectory: true)
+        try FileManager.default.createDirectory(at: slow, withIntermediateDirectories: true)
         for i in 0..<10 {
-            try Data(TestContent.bytes(count: Self.downloadSize, seed: UInt64(100 + i))).write(to: nginx.root.appendingPathComponent("d\(i).bin"))
+            try Data(TestContent.bytes(count: Self.downloadSize, seed: UInt64(100 + i))).write(to: slow.appendingPathComponent("d\(i).bin"))
         }
         var bodies: [URL] = []
         for i in 0..<10 { bodies.append(try makeFile(ferryd.root, "u\(i).bin", count: Self.uploadSize, seed: UInt64(200 + i))) }
@@ -32,7 +36,7 @@ struct KillRecoveryTests {
         var nameOf: [Int: Int] = [:]
         // Interleaved, so downloads and uploads run (and are killed) side by side.
         for i in 0..<10 {
-            let download = try await client.submit(.download("s1", nginx.baseURL + "/d\(i).bin"))
+            let download = try await client.submit(.download("s1", nginx.baseURL + "/slow/d\(i).bin"))
             kindOf[download.taskIdentifier] = .download
             nameOf[download.taskIdentifier] = i
             let upload = try await client.submit(.upload("s1", uploads.baseURL + "/upload/u\(i)", file: bodies[i], method: "PUT"))
@@ -93,7 +97,7 @@ struct KillRecoveryTests {
         // stored (at most once per kill).
         let log = nginx.accessLog()
         let ranged = log.filter { $0.contains(" 206 ") }
-        let full = log.filter { $0.hasPrefix("GET /d") && $0.contains(" 200 ") }
+        let full = log.filter { $0.hasPrefix("GET /slow/d") && $0.contains(" 200 ") }
         let served = log.compactMap { $0.split(separator: " ").last.flatMap { Int64($0) } }.reduce(0, +)
         let resumedPatches = uploads.requests.filter { $0.method == "PATCH" && ($0.header("upload-offset").flatMap(Int.init) ?? 0) > 0 }
         let uploadedBytes = uploads.requests.reduce(0) { $0 + $1.bodyLength }
