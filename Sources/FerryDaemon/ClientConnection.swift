@@ -24,6 +24,15 @@ final class ClientConnection: Sendable {
         var pendingBytes = 0
         var closing = false
         var hello: Hello?
+        /// Waiting for `pendingBytes` to fall to their limit, or the connection to close.
+        var drainWaiters: [(limit: Int, waiter: CheckedContinuation<Void, Never>)] = []
+
+        /// The waiters whose limit is reached (all of them once closing), taken out.
+        mutating func drained() -> [CheckedContinuation<Void, Never>] {
+            let ready = drainWaiters.filter { closing || pendingBytes <= $0.limit }
+            drainWaiters.removeAll { closing || pendingBytes <= $0.limit }
+            return ready.map(\.waiter)
+        }
     }
     private let outbound = NIOLockedValueBox(Outbound())
     private let inbound: NIOLockedValueBox<InboundFlow>
@@ -50,6 +59,23 @@ final class ClientConnection: Sendable {
     }
 
     var isClosing: Bool { outbound.withLockedValue { $0.closing } }
+
+    /// Bytes handed to ``send(_:droppable:)`` and not yet written to the socket.
+    var pendingOutboundBytes: Int { outbound.withLockedValue { $0.pendingBytes } }
+
+    /// Returns once at most `limit` bytes wait to be written (or the connection is closing):
+    /// a sender of many events keeps below `maximumOutboundBytes`, the mark of a client that
+    /// does not read.
+    func drained(to limit: Int) async {
+        await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+            let now = outbound.withLockedValue { state -> Bool in
+                if state.closing || state.pendingBytes <= limit { return true }
+                state.drainWaiters.append((limit, waiter))
+                return false
+            }
+            if now { waiter.resume() }
+        }
+    }
 
     /// Requests read from this client and not answered yet.
     var requestsInFlight: Int { inbound.withLockedValue { $0.inFlight } }
@@ -118,7 +144,13 @@ final class ClientConnection: Sendable {
             let written = channel.eventLoop.makePromise(of: Void.self)
             for payload in payloads.dropLast() { channel.write(payload, promise: nil) }
             channel.writeAndFlush(payloads[payloads.count - 1], promise: written)
-            written.futureResult.whenComplete { _ in outbound.withLockedValue { $0.pendingBytes -= size } }
+            written.futureResult.whenComplete { _ in
+                let ready = outbound.withLockedValue { state in
+                    state.pendingBytes -= size
+                    return state.drained()
+                }
+                for waiter in ready { waiter.resume() }
+            }
         }
         // On the loop already (a job queued there, as live events are): written now, so it
         // stays ahead of whatever was queued after that job (a reply the actor sent since).
@@ -138,10 +170,12 @@ final class ClientConnection: Sendable {
 
     /// Sends `last` (a `refused` or `goodbye`, when the socket can still take it), then closes.
     func close(reason: String, last: DaemonMessage?) {
-        let first = outbound.withLockedValue { state -> Bool in
-            defer { state.closing = true }
-            return !state.closing
+        let (first, waiting) = outbound.withLockedValue { state -> (Bool, [CheckedContinuation<Void, Never>]) in
+            let first = !state.closing
+            state.closing = true
+            return (first, state.drained())
         }
+        for waiter in waiting { waiter.resume() }
         guard first else { return }
         logger.notice("closing connection", metadata: ["reason": "\(reason)"])
         if let last, channel.isWritable, let payload = try? coder.encode(last) {

@@ -48,14 +48,18 @@ extension Daemon {
         defer { if !done { update(session) { $0.pump.end() } } }
         repeat {
             // `delivered` is set once the owner's `attached` reply is out: no event overtakes it.
-            guard let owner = owner(of: session), let connection = connections[owner], let after = sessions[session]?.delivered else { return }
+            guard let owner = owner(of: session), let connection = connections[owner], var after = sessions[session]?.delivered else { return }
             let batch: [(record: EventRecord, committedAt: Date?)]
             switch outbox.take(session, after: after) {
             case .live:
                 continue  // its events go as they commit
-            case .events(let held):
+            case .events(let held, let sent):
+                if sent > after { update(session) { $0.sent(upTo: sent) } }
                 batch = held.map { ($0.record, $0.committedAt) }
-            case .readStore:
+                after = sent
+            case .readStore(let sent):
+                if sent > after { update(session) { $0.sent(upTo: sent) } }
+                after = sent
                 outbox.cover(session)  // before the read: what commits from now on is kept
                 let records: [EventRecord]
                 do {
@@ -78,12 +82,16 @@ extension Daemon {
                 }
                 batch = records.map { ($0, nil) }
             }
+            guard await send(batch, of: session, to: connection) else {
+                outbox.drop(session)  // taken from memory and not sent: the store has them
+                return
+            }
+            // The owner may have left while the socket drained: its presence is not revived.
+            guard self.owner(of: session) == owner, sessions[session]?.delivered == after else {
+                update(session) { $0.pump.again() }
+                continue
+            }
             if let last = batch.last?.record.sequence {
-                let events = EventRecord.messages(batch, logger: logger)
-                guard connection.send(events) == events.count else {
-                    outbox.drop(session)  // taken from memory and not sent: the store has them
-                    return
-                }
                 update(session) { $0.sent(upTo: last) }
                 sentAny = true
             }
@@ -96,6 +104,30 @@ extension Daemon {
             connection.send(.eventsFinished(sessionIdentifier: session))
         }
     }
+
+    /// Sends `batch` in slices of about `eventSliceBytes`, each once the connection has less
+    /// than `maximumOutboundBytes / 2` waiting, so a client that reads keeps up with any
+    /// backlog (a relaunched app's thousands of events, bodies of megabytes) and only one that
+    /// does not is cut off. False when the connection took no more (it is closing).
+    private func send(_ batch: [(record: EventRecord, committedAt: Date?)], of session: String, to connection: ClientConnection) async -> Bool {
+        var start = 0
+        while start < batch.count {
+            var end = start
+            var bytes = 0
+            while end < batch.count, end == start || bytes + batch[end].record.payload.utf8.count <= Self.eventSliceBytes {
+                bytes += batch[end].record.payload.utf8.count
+                end += 1
+            }
+            await connection.drained(to: connection.maximumOutboundBytes / 2)
+            let events = EventRecord.messages(Array(batch[start..<end]), logger: logger)
+            guard connection.send(events) == events.count else { return false }
+            start = end
+        }
+        return true
+    }
+
+    /// The payload bytes of events sent in one write by the pump.
+    static let eventSliceBytes = 1 << 20
 
     /// Launches the session's containing app when it has undelivered events and nobody
     /// owns it, respecting the launch backoff. One check per session at a time (a call

@@ -30,6 +30,9 @@ final class EventOutbox: Sendable {
         var events: [Held] = []
         /// Sending as they commit: to this connection, the last sequence sent being `sent`.
         var live: (connection: ClientConnection, sent: Int64)?
+        /// The last sequence sent live before the session went back to its pump (the
+        /// connection had too much to write), which the pump has not heard of: its cursor.
+        var sentLive: Int64?
 
         var bytes: Int { events.reduce(0) { $0 + $1.record.payload.utf8.count } }
     }
@@ -41,10 +44,14 @@ final class EventOutbox: Sendable {
     private let state = Mutex(State())
     /// The most payload bytes held: past it, the session that would grow it reads the store.
     let byteLimit: Int
+    /// A live session whose connection has more than this waiting to be written (with the
+    /// events at hand) goes back to its pump, which waits for the socket to drain.
+    let liveBacklogLimit: Int
     private let logger: Logger
 
-    init(byteLimit: Int = 4 << 20, logger: Logger = Logger(label: "ferryd.outbox")) {
+    init(byteLimit: Int = 4 << 20, liveBacklogLimit: Int = 2 << 20, logger: Logger = Logger(label: "ferryd.outbox")) {
         self.byteLimit = byteLimit
+        self.liveBacklogLimit = liveBacklogLimit
         self.logger = logger
     }
 
@@ -65,21 +72,30 @@ final class EventOutbox: Sendable {
                     if !wake.contains(session) { wake.append(session) }
                     continue
                 }
+                let size = record.payload.utf8.count
                 if let live = entry.live {
                     guard record.sequence > live.sent else { continue }
-                    entry.live?.sent = record.sequence
-                    state.entries[session] = entry
-                    if let index = sends.firstIndex(where: { $0.session == session }) {
-                        sends[index].events.append((record, committed.committedAt))
-                    } else {
-                        sends.append((session, live.connection, [(record, committed.committedAt)]))
+                    let index = sends.firstIndex { $0.session == session }
+                    let queued = index.map { sends[$0].events.reduce(0) { $0 + $1.record.payload.utf8.count } } ?? 0
+                    if live.connection.pendingOutboundBytes + queued + size <= liveBacklogLimit {
+                        entry.live?.sent = record.sequence
+                        state.entries[session] = entry
+                        if let index {
+                            sends[index].events.append((record, committed.committedAt))
+                        } else {
+                            sends.append((session, live.connection, [(record, committed.committedAt)]))
+                        }
+                        continue
                     }
-                    continue
+                    // The client reads slower than events come: its pump takes over from here
+                    // (in slices, waiting for the socket), from what was sent live.
+                    entry = Entry(complete: live.sent, sentLive: live.sent)
                 }
                 if !wake.contains(session) { wake.append(session) }
-                let size = record.payload.utf8.count
                 if state.bytes + size > byteLimit {
+                    // Memory goes; what was sent live stays known, so the pump does not send it again.
                     Self.drop(session, from: &state)
+                    if let sentLive = entry.sentLive { state.entries[session] = Entry(sentLive: sentLive) }
                     continue
                 }
                 entry.events.append((record, committed.committedAt))
@@ -103,25 +119,27 @@ final class EventOutbox: Sendable {
         }
     }
 
-    /// What the pump gets from memory.
+    /// What the pump gets from memory. `sent`: the pump's cursor, moved past what was sent
+    /// live before the session came back to the pump.
     enum Take {
-        /// Memory may not hold every event after the cursor: read the store.
-        case readStore
+        /// Memory may not hold every event after `sent`: read the store from there.
+        case readStore(sent: Int64)
         /// These events, in order (none: nothing new).
-        case events([Held])
+        case events([Held], sent: Int64)
         /// The session is live: its events go as they commit, and the pump has nothing to do.
         case live
     }
 
-    /// The session's events with a sequence above `after`, taken out of memory.
+    /// The session's events with a sequence above `after` (the pump's cursor), taken out of memory.
     func take(_ session: String, after: Int64) -> Take {
         state.withLock { state in
-            guard let entry = state.entries[session], let complete = entry.complete else { return .readStore }
+            guard let entry = state.entries[session] else { return .readStore(sent: after) }
             if entry.live != nil { return .live }
-            guard after >= complete else { return .readStore }
+            let cursor = max(after, entry.sentLive ?? after)
+            guard let complete = entry.complete, cursor >= complete else { return .readStore(sent: cursor) }
             state.entries[session]?.events = []
             state.bytes -= entry.bytes
-            return .events(entry.events.filter { $0.record.sequence > after })
+            return .events(entry.events.filter { $0.record.sequence > cursor }, sent: cursor)
         }
     }
 

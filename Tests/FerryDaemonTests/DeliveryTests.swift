@@ -97,3 +97,37 @@ struct DeliveryTests {
         #expect(Array(Delivery.names(for: target).prefix(2)) == [target, second])
     }
 }
+
+/// Events bigger than a connection's outbound bound reach a client that reads them late.
+@Suite("Event backlog")
+struct EventBacklogTests {
+    @Test("a client that reads late gets three 4 MiB bodies (about 17 MB of events, twice the outbound bound) whole, in slices, and stays connected")
+    func backlogBeyondOutboundBound() async throws {
+        let ferryd = try await InProcessDaemon()
+        let server = try await TestHTTPServer.start()
+        let client = try await ferryd.client()
+        try await client.request(.attach("s"))
+        var tasks: [Int] = []
+        for seed in 1...3 {
+            let submitted = try await client.submit(TaskSubmission(
+                sessionIdentifier: "s", kind: .data, request: TaskRequest(url: URL(string: server.baseURL + "/bytes/4194304?seed=\(seed)")!)))
+            tasks.append(submitted.taskIdentifier)
+        }
+        // Not reading while the three complete: their events wait in ferryd and the socket.
+        try await poll(until: "the three tasks to complete in ferryd's store") {
+            var done = 0
+            for task in tasks where try await ferryd.task("s", task).state == .completed { done += 1 }
+            return done == tasks.count
+        }
+        let events = try await client.events(untilFinished: Set(tasks))
+        for (index, task) in tasks.enumerated() {
+            let body = events.of(task).compactMap { if case .data(let d) = $0.kind { d } else { nil } }.reduce(Data(), +)
+            #expect(TestFiles.sha256Hex(body) == TestContent.sha256Hex(count: 4_194_304, seed: UInt64(index + 1)), "task \(task)")
+            #expect(events.of(task).last?.kind == .completed)
+        }
+        #expect(events.map(\.sequence) == events.map(\.sequence).sorted())
+        guard case .status = try await client.request(.status, timeout: 5) else { throw TestFailure("the connection was cut off") }
+        try await server.shutdown()
+        await ferryd.shutdown()
+    }
+}
