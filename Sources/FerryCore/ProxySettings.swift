@@ -73,9 +73,10 @@ public struct ProxySettings: Hashable, Sendable, Codable {
 
     /// The proxy a request to `url` goes through, or nil to go direct.
     public func server(for url: URL) -> Server? {
-        guard let host = url.host?.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]")) else { return nil }
-        let server = url.scheme?.lowercased() == "https" ? https : http
-        guard let server else { return nil }
+        // Asked for every request: with no proxy for the scheme (the usual case), the host is
+        // not even looked at.
+        guard let server = url.scheme?.lowercased() == "https" ? https : http, var host = url.host?.lowercased() else { return nil }
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         if bypassesLoopback && Self.isLoopback(host) { return nil }
         for entry in bypass {
             // A port after a name or IPv4 address is ignored; an IPv6 address is taken whole.

@@ -169,6 +169,7 @@ public actor Daemon {
             group.cancelAll()
         }
         for presence in sessions.values { presence.launch?.timer?.stop() }
+        store.observeCommittedEvents(nil)  // the store may outlive this daemon (tests open another)
         try? await engine.shutdown()
         stoppedSignal.signal()
     }
