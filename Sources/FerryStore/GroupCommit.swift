@@ -128,16 +128,20 @@ private final class Write<T: Sendable>: QueuedWrite, @unchecked Sendable {
     }
 
     func run(_ db: Database) -> Bool {
+        // The savepoint's statements compiled once per connection: GRDB's `inSavepoint`
+        // compiles both each time, which cost more than a completion's own statements.
         do {
-            var value: T?
-            try db.inSavepoint {
-                value = try body(db)
-                return .commit
-            }
-            result = .success(value!)
+            try db.cachedStatement(sql: "SAVEPOINT ferry_write").execute()
+            let value = try body(db)
+            try db.cachedStatement(sql: "RELEASE SAVEPOINT ferry_write").execute()
+            result = .success(value)
             return true
         } catch {
             result = .failure(error)
+            // This write alone is undone. When SQLite rolled the whole transaction back (a full
+            // disk), there is no savepoint left, and the group fails at its commit.
+            try? db.execute(sql: "ROLLBACK TO SAVEPOINT ferry_write")
+            try? db.execute(sql: "RELEASE SAVEPOINT ferry_write")
             return false
         }
     }
