@@ -116,16 +116,21 @@ final class ClientConnection: Sendable {
     func send(_ messages: [DaemonMessage], droppable: Bool = false) -> Int {
         var payloads: [ByteBuffer] = []
         payloads.reserveCapacity(messages.count)
-        var size = 0
         for message in messages {
             do {
-                let payload = try coder.encode(message)
-                payloads.append(payload)
-                size += payload.readableBytes + FrameDecoder.lengthPrefixSize
+                payloads.append(try coder.encode(message))
             } catch {
                 logger.error("cannot encode a message", metadata: ["type": "\(message.typeName)", "error": "\(error.shortDescription)"])
             }
         }
+        return send(encoded: payloads, droppable: droppable) == payloads.count ? messages.count : 0
+    }
+
+    /// Queues message payloads already encoded (events made from their stored JSON), as
+    /// ``send(_:droppable:)`` does. Returns how many were queued (all or none).
+    @discardableResult
+    func send(encoded payloads: [ByteBuffer], droppable: Bool = false) -> Int {
+        let size = payloads.reduce(0) { $0 + $1.readableBytes + FrameDecoder.lengthPrefixSize }
         guard !payloads.isEmpty else { return 0 }
         if droppable, !channel.isWritable { return 0 }
         let overflow: Bool? = outbound.withLockedValue { state in
@@ -155,7 +160,7 @@ final class ClientConnection: Sendable {
         // On the loop already (a job queued there, as live events are): written now, so it
         // stays ahead of whatever was queued after that job (a reply the actor sent since).
         if channel.eventLoop.inEventLoop { write() } else { channel.eventLoop.execute(write) }
-        return messages.count
+        return payloads.count
     }
 
     /// Sends `goodbye` (when given and the socket can still take it) and closes. Logs why.

@@ -119,8 +119,8 @@ extension Daemon {
                 end += 1
             }
             await connection.drained(to: connection.maximumOutboundBytes / 2)
-            let events = EventRecord.messages(Array(batch[start..<end]), logger: logger)
-            guard connection.send(events) == events.count else { return false }
+            let events = EventRecord.payloads(Array(batch[start..<end]), logger: logger)
+            guard connection.send(encoded: events) == events.count else { return false }
             start = end
         }
         return true

@@ -30,14 +30,15 @@ final class EventOutbox: Sendable {
         var events: [Held] = []
         /// Sending as they commit: to this connection, the last sequence sent being `sent`.
         var live: (connection: ClientConnection, sent: Int64)?
-        /// The last sequence sent live before the session went back to its pump (the
-        /// connection had too much to write), which the pump has not heard of: its cursor.
-        var sentLive: Int64?
 
         var bytes: Int { events.reduce(0) { $0 + $1.record.payload.utf8.count } }
     }
     private struct State {
         var entries: [String: Entry] = [:]
+        /// The last sequence sent live by sessions that went back to their pump (their
+        /// connection had too much to write), until the pump takes it as its cursor. Kept apart
+        /// from the entries: an entry dropped for its bound must not lose it.
+        var sentLive: [String: Int64] = [:]
         /// Payload bytes held, over every session.
         var bytes = 0
     }
@@ -89,13 +90,14 @@ final class EventOutbox: Sendable {
                     }
                     // The client reads slower than events come: its pump takes over from here
                     // (in slices, waiting for the socket), from what was sent live.
-                    entry = Entry(complete: live.sent, sentLive: live.sent)
+                    state.sentLive[session] = live.sent
+                    entry = Entry(complete: live.sent)
                 }
                 if !wake.contains(session) { wake.append(session) }
                 if state.bytes + size > byteLimit {
-                    // Memory goes; what was sent live stays known, so the pump does not send it again.
+                    // Memory goes (what was sent live stays known, in `sentLive`): the pump
+                    // reads the store, and this commit's later events are not kept either.
                     Self.drop(session, from: &state)
-                    if let sentLive = entry.sentLive { state.entries[session] = Entry(sentLive: sentLive) }
                     continue
                 }
                 entry.events.append((record, committed.committedAt))
@@ -113,9 +115,9 @@ final class EventOutbox: Sendable {
     /// drops the session's memory (it is closing; its release follows).
     private func sendLive(_ events: [Held], of session: String, to connection: ClientConnection) {
         connection.channel.eventLoop.execute { [self] in
-            var messages = EventRecord.messages(events.map { ($0.record, $0.committedAt) }, logger: logger)
-            messages.append(.eventsFinished(sessionIdentifier: session))
-            if connection.send(messages) != messages.count { drop(session, ifLiveTo: connection) }
+            var payloads = EventRecord.payloads(events.map { ($0.record, $0.committedAt) }, logger: logger)
+            if let finished = try? MessageCoder().encode(DaemonMessage.eventsFinished(sessionIdentifier: session)) { payloads.append(finished) }
+            if connection.send(encoded: payloads) != payloads.count { drop(session, ifLiveTo: connection) }
         }
     }
 
@@ -133,9 +135,9 @@ final class EventOutbox: Sendable {
     /// The session's events with a sequence above `after` (the pump's cursor), taken out of memory.
     func take(_ session: String, after: Int64) -> Take {
         state.withLock { state in
-            guard let entry = state.entries[session] else { return .readStore(sent: after) }
+            let cursor = max(after, state.sentLive.removeValue(forKey: session) ?? after)
+            guard let entry = state.entries[session] else { return .readStore(sent: cursor) }
             if entry.live != nil { return .live }
-            let cursor = max(after, entry.sentLive ?? after)
             guard let complete = entry.complete, cursor >= complete else { return .readStore(sent: cursor) }
             state.entries[session]?.events = []
             state.bytes -= entry.bytes
@@ -177,7 +179,10 @@ final class EventOutbox: Sendable {
 
     /// Forgets the session (its owner left or attached again, or a read stopped short of the end).
     func drop(_ session: String) {
-        state.withLock { Self.drop(session, from: &$0) }
+        state.withLock { state in
+            Self.drop(session, from: &state)
+            state.sentLive[session] = nil
+        }
     }
 
     /// Forgets the session if it is live to `connection` (a send to it failed).

@@ -92,17 +92,27 @@ extension EventRecord {
             committedAt: committedAt)
     }
 
-    /// Stored events as `event` messages, in order; one that does not decode is logged and skipped.
-    static func messages(_ batch: [(record: EventRecord, committedAt: Date?)], logger: Logger) -> [DaemonMessage] {
-        batch.compactMap { record, committedAt in
-            do {
-                return .event(try record.event(committedAt: committedAt))
-            } catch {
-                logger.error("a stored event does not decode; skipped", metadata: [
-                    "session": "\(record.sessionIdentifier)", "sequence": "\(record.sequence)", "error": "\(error)",
+    /// Stored events of one session as `event` message payloads, in order, their kinds' JSON
+    /// as stored (`MessageCoder.encodeEvents`); one of a kind this build does not know is
+    /// logged and skipped.
+    static func payloads(_ batch: [(record: EventRecord, committedAt: Date?)], logger: Logger) -> [ByteBuffer] {
+        guard let session = batch.first?.record.sessionIdentifier else { return [] }
+        let events = batch.compactMap { record, committedAt -> StoredEvent? in
+            guard EventKind.isKnown(typeName: record.kind) else {
+                logger.error("a stored event of an unknown kind; skipped", metadata: [
+                    "session": "\(session)", "sequence": "\(record.sequence)", "kind": "\(record.kind)",
                 ])
                 return nil
             }
+            return StoredEvent(
+                sequence: record.sequence, taskIdentifier: record.taskIdentifier, kindJSON: record.payload,
+                storedAt: record.createdAt, committedAt: committedAt)
+        }
+        do {
+            return try MessageCoder().encodeEvents(events, sessionIdentifier: session)
+        } catch {
+            logger.error("cannot encode events; skipped", metadata: ["session": "\(session)", "error": "\(error)"])
+            return []
         }
     }
 }

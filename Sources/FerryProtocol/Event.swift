@@ -56,6 +56,9 @@ public enum EventKind: Hashable, Sendable {
     /// The `type` this event is written with, for logs.
     public var typeName: String { tag.rawValue }
 
+    /// Whether `typeName` names a kind this build knows (a stored event's, before it is sent as stored).
+    public static func isKnown(typeName: String) -> Bool { Tag(rawValue: typeName) != nil }
+
     enum Tag: String, TypeTag {
         case response, data, downloadFinished, completed, failed
         static var family: String { "event" }

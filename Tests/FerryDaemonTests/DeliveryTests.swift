@@ -120,9 +120,12 @@ struct EventBacklogTests {
             return done == tasks.count
         }
         let events = try await client.events(untilFinished: Set(tasks))
+        #expect(Set(events.map(\.sequence)).count == events.count, "an event came twice")
         for (index, task) in tasks.enumerated() {
-            let body = events.of(task).compactMap { if case .data(let d) = $0.kind { d } else { nil } }.reduce(Data(), +)
-            #expect(TestFiles.sha256Hex(body) == TestContent.sha256Hex(count: 4_194_304, seed: UInt64(index + 1)), "task \(task)")
+            let chunks = events.of(task).compactMap { if case .data(let d) = $0.kind { d } else { nil } }
+            let body = chunks.reduce(Data(), +)
+            #expect(TestFiles.sha256Hex(body) == TestContent.sha256Hex(count: 4_194_304, seed: UInt64(index + 1)),
+                    "task \(task): \(chunks.count) chunks, \(body.count) bytes, events \(events.of(task).map { "\($0.sequence) \($0.kind.name)" }); all: \(events.map { "\($0.sequence)/\($0.taskIdentifier ?? 0)" })")
             #expect(events.of(task).last?.kind == .completed)
         }
         #expect(events.map(\.sequence) == events.map(\.sequence).sorted())
