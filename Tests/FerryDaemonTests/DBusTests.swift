@@ -160,8 +160,20 @@ struct DBusTests {
             _ = try DBusConnection(address: "tcp:host=localhost,port=1", timeout: 2)
         }
         let escaped = try DBusConnection.socketAddress("unix:path=/tmp/a%20b")
-        let path = withUnsafeBytes(of: escaped.sun_path) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        let path = withUnsafeBytes(of: escaped.address.sun_path) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
         #expect(path == "/tmp/a b")
+    }
+
+    @Test("a bus listening on an abstract socket name (unix:abstract=) is connected to and answers Hello")
+    func abstractAddress() async throws {
+        let bus = try await SystemBus.start(abstract: true)
+        defer { bus.stop() }
+        #expect(bus.address.hasPrefix("unix:abstract="), "\(bus.address)")
+        let connection = try DBusConnection(address: bus.address, timeout: 2)
+        defer { connection.close() }
+        #expect(connection.uniqueName.hasPrefix(":"), "\(connection.uniqueName)")
+        let names = try connection.call(.busCall("ListNames"), timeout: 2).body.first?.elements?.compactMap(\.string) ?? []
+        #expect(names.contains(connection.uniqueName), "\(names)")
     }
 
     @Test("a big-endian message (a sender on another machine's byte order) is read: header fields and body")
