@@ -76,7 +76,9 @@ final class DBusConnection {
         let serial = try send(message)
         let deadline = Self.now + timeout
         while true {
-            guard let next = try nextMessage(deadline: deadline) else { throw .timedOut(what) }
+            // Checked each turn, not only when a wait ends empty: messages arriving steadily
+            // (a flood of signals) would otherwise keep a call waiting past its deadline.
+            guard Self.now < deadline, let next = try nextMessage(deadline: deadline) else { throw .timedOut(what) }
             if next.replySerial == serial, next.kind == .methodReturn || next.kind == .error {
                 if next.kind == .error { throw next.remoteError }
                 return next
