@@ -68,17 +68,13 @@ final class NetworkManagerWatch: Sendable {
 
     /// Starts following NetworkManager on the bus at `address` (a D-Bus address).
     init?(address: String, logger: Logger) {
-        var notifyFDs: [Int32] = [-1, -1], stopFDs: [Int32] = [-1, -1]
-        guard pipe(&notifyFDs) == 0 else { return nil }
-        guard pipe(&stopFDs) == 0 else {
-            notifyFDs.forEach { Glibc.close($0) }
+        guard let news = wakeUpPipe() else { return nil }
+        guard let stopPipe = wakeUpPipe() else {
+            for fd in [news.read, news.write] { Glibc.close(fd) }
             return nil
         }
-        // Not inherited by the apps ferryd launches; the news pipe never blocks its writer.
-        for fd in notifyFDs + stopFDs { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-        for fd in notifyFDs { _ = fcntl(fd, F_SETFL, O_NONBLOCK) }
-        (changes, notify) = (notifyFDs[0], notifyFDs[1])
-        stopPipe = (stopFDs[0], stopFDs[1])
+        (changes, notify) = news
+        self.stopPipe = stopPipe
         let thread = Thread { [state, notify, changes, stopPipe] in
             var follower = Follower(address: address, stop: stopPipe.read, logger: logger) { devices in
                 guard state.set(devices) else { return }
