@@ -128,6 +128,35 @@ struct NetworkManagerTests {
         try await expect("NetworkManager gone (nil)") { $0 == nil }
     }
 
+    @Test("a burst of devices (30 veth links made at once, a DeviceAdded each) is read a few times, not once per signal")
+    func deviceBurst() async throws {
+        let manager = try await NetworkManagerLab.make()
+        defer { manager.remove() }
+        let watch = try #require(NetworkManagerWatch(address: manager.bus.address, logger: Logger(label: "test")))
+        defer { watch.stop() }
+        let link = manager.lab.clientLink
+        try await poll(until: "the watch to know \(link)", timeout: .seconds(10), every: .milliseconds(10)) { watch.current?.devices[link] != nil }
+        let before = watch.readings
+        let names = (0..<15).flatMap { ["fva\($0)", "fvb\($0)"] }  // no dummy links in a container without their module
+        let batch = manager.lab.root.appendingPathComponent("veths")
+        try (0..<15).map { "link add fva\($0) type veth peer name fvb\($0)\n" }.joined().write(to: batch, atomically: true, encoding: .utf8)
+        let command = manager.lab.inClient(["ip", "-batch", batch.path])
+        _ = try SystemBus.run(command[0], Array(command.dropFirst()))
+        try await poll(until: "the watch to know the 30 links", timeout: .seconds(10), every: .milliseconds(10),
+                       observed: "\(String(describing: watch.current))") {
+            names.allSatisfy { watch.current?.devices[$0] != nil }
+        }
+        // The signals still waiting would each bring a reading if handled one by one: counted once quiet.
+        try await poll(until: "the watch to be quiet for 1 s", timeout: .seconds(40), every: .milliseconds(1)) {
+            let earlier = watch.readings
+            try await Task.sleep(for: .seconds(1))
+            return watch.readings == earlier
+        }
+        let readings = watch.readings - before
+        print("NetworkManager: 30 devices added, read \(readings) times")
+        #expect(readings <= 10, "one reading per burst of signals, not per signal: \(readings)")
+    }
+
     @Test("NetworkManager's reading adds to the name patterns: metered and guess-yes are expensive, a modem is cellular, constrained stays the patterns'")
     func classification() {
         let path = NetworkPath(
