@@ -44,8 +44,12 @@ struct NetworkManagerDevices: Hashable, Sendable {
 /// Follows NetworkManager over the system bus on a thread of its own: which devices are
 /// metered, read whole when NetworkManager appears, then kept by its `PropertiesChanged`,
 /// `DeviceAdded` and `DeviceRemoved` signals; nil while there is no bus or no NetworkManager
-/// on it (ferryd then goes by interface names alone). Each change is told through ``changes``,
-/// a pipe the network watch polls beside its netlink socket, and read with ``current``.
+/// on it (ferryd then goes by interface names alone). When NetworkManager becomes unavailable
+/// after a reading (it restarts, a call goes unanswered, the bus closes the connection), that
+/// reading still counts for ``grace`` seconds: a metered link must not count as cheap for the
+/// moment of a restart, nor a task start on it then and run to its end. Each change is told
+/// through ``changes``, a pipe the network watch polls beside its netlink socket, and read
+/// with ``current``.
 final class NetworkManagerWatch: Sendable {
     /// Readable when ``current`` changed (and once after the first attempt, whatever it found);
     /// read it empty with ``drainChanges()``. Closed by the thread once stopped.
@@ -62,8 +66,10 @@ final class NetworkManagerWatch: Sendable {
     static let callTimeout = 2.0
     /// How long one whole reading (`GetDevices` and every device's properties) may take.
     static let readTimeout = 5.0
-    /// How often a missing bus is looked for again.
+    /// The wait before connecting again after the bus failed (1 s, doubling up to this).
     static let retryInterval = 10.0
+    /// How long the last reading counts once NetworkManager is unavailable.
+    static let grace = 30.0
     /// More devices than this are not read (a bound on one reading's calls).
     static let maximumDevices = 256
 
@@ -73,8 +79,9 @@ final class NetworkManagerWatch: Sendable {
     /// How many times every device was read (for tests: a burst of signals is one reading).
     var readings: Int { state.readings }
 
-    /// Starts following NetworkManager on the bus at `address` (a D-Bus address).
-    init?(address: String, logger: Logger) {
+    /// Starts following NetworkManager on the bus at `address` (a D-Bus address); its last
+    /// reading counts for `grace` seconds once it is unavailable.
+    init?(address: String, grace: Double = NetworkManagerWatch.grace, logger: Logger) {
         guard let news = wakeUpPipe() else { return nil }
         guard let stopPipe = wakeUpPipe() else {
             for fd in [news.read, news.write] { Glibc.close(fd) }
@@ -83,7 +90,7 @@ final class NetworkManagerWatch: Sendable {
         (changes, notify) = news
         self.stopPipe = stopPipe
         let thread = Thread { [state, notify, changes, stopPipe] in
-            var follower = Follower(address: address, stop: stopPipe.read, logger: logger) { devices in
+            var follower = Follower(address: address, stop: stopPipe.read, grace: grace, logger: logger) { devices in
                 guard state.set(devices) else { return }
                 var byte: UInt8 = 1
                 _ = write(notify, &byte, 1)
@@ -121,30 +128,41 @@ private enum FollowEnd: Error {
     case failed(DBusError)
 }
 
-/// The thread's work: connect, read, follow; on any failure forget what NetworkManager said,
-/// wait and start again.
+/// The thread's work: connect, read, follow; when the bus fails, connect again (1 s later,
+/// doubling up to ``NetworkManagerWatch/retryInterval``), keeping the last reading for the
+/// grace period meanwhile.
 private struct Follower {
     let address: String
     let stop: Int32
+    let grace: Double
     let logger: Logger
     let publish: (NetworkManagerDevices?) -> Void
     /// Called after each whole reading.
     let read: () -> Void
     /// A device's interface name and what NetworkManager says of it, by its object path.
     private typealias Known = (interface: String, device: NetworkManagerDevices.Device)
-    private var devices: [String: Known] = [:]
+    /// The reading that counts: nil when there is none (no NetworkManager, or its grace ended).
+    private var devices: [String: Known]?
     private var lastProblem = ""
-    /// NetworkManager was read and has not left since.
+    /// NetworkManager was read on this connection and has not left since.
     private var present = false
+    /// While NetworkManager is unavailable, when its last reading stops counting.
+    private var graceEnds: Double?
     /// When to read again after NetworkManager answered a read with an error (it owns its name
-    /// a moment before it serves its objects, and leaves in the middle of a read), and the wait after that.
+    /// a moment before it serves its objects, and leaves in the middle of a read) or was still
+    /// starting, and the wait after that.
     private var retryAt: Double?
     private var retryDelay = 0.1
+    /// The wait before connecting again after the bus failed.
+    private var reconnectDelay = 1.0
     /// At most this many messages are handled before the stop pipe is looked at again.
     private static let maximumHandled = 1000
 
-    init(address: String, stop: Int32, logger: Logger, publish: @escaping (NetworkManagerDevices?) -> Void, read: @escaping () -> Void) {
-        (self.address, self.stop, self.logger, self.publish, self.read) = (address, stop, logger, publish, read)
+    init(
+        address: String, stop: Int32, grace: Double, logger: Logger, publish: @escaping (NetworkManagerDevices?) -> Void,
+        read: @escaping () -> Void
+    ) {
+        (self.address, self.stop, self.grace, self.logger, self.publish, self.read) = (address, stop, grace, logger, publish, read)
     }
 
     mutating func run() {
@@ -160,17 +178,14 @@ private struct Follower {
                 try follow(bus)
             } catch {
                 guard case .failed(let error) = error else { return }
-                let problem = "\(error)"
-                if problem != lastProblem {
-                    logger.info("no NetworkManager reading: links are classed by their names alone", metadata: [
-                        "bus": "\(address)", "error": "\(problem)",
-                    ])
-                    lastProblem = problem
-                }
+                unavailable("no NetworkManager reading (the bus at \(address): \(error))")
             }
-            (devices, present) = ([:], false)
-            publish(nil)
-            if stopRequested(within: NetworkManagerWatch.retryInterval) { return }
+            let reconnectAt = DBusConnection.now + reconnectDelay
+            reconnectDelay = min(reconnectDelay * 2, NetworkManagerWatch.retryInterval)
+            while DBusConnection.now < reconnectAt {
+                endGraceIfDue()
+                if stopRequested(within: min(reconnectAt, graceEnds ?? reconnectAt) - DBusConnection.now) { return }
+            }
         }
     }
 
@@ -204,7 +219,9 @@ private struct Follower {
                 try refresh(bus)
                 continue
             }
-            let timeout = handled == Self.maximumHandled ? 0 : retryAt.map { Int32(max(0, $0 - DBusConnection.now) * 1000) + 1 } ?? -1
+            endGraceIfDue()
+            let wake = [retryAt, graceEnds].compactMap(\.self).min()
+            let timeout = handled == Self.maximumHandled ? 0 : wake.map { Int32(max(0, $0 - DBusConnection.now) * 1000) + 1 } ?? -1
             var fds = [pollfd(fd: stop, events: Int16(POLLIN), revents: 0), pollfd(fd: bus.fd, events: Int16(POLLIN), revents: 0)]
             let ready = poll(&fds, 2, timeout)
             if ready < 0, errno != EINTR { throw .failed(.system(call: "poll", errno: errno)) }
@@ -214,20 +231,39 @@ private struct Follower {
 
     /// Reads every device, if NetworkManager is on the bus. An error answer from it (not ready
     /// yet, leaving) is tried again after a while (0.1 s, doubling up to 2 s) instead of ending
-    /// the connection.
+    /// the connection; so is a NetworkManager still starting while its last reading is kept, as
+    /// its devices say nothing of their connections (nor `Metered`) until it has activated them.
     private mutating func refresh(_ bus: DBusConnection) throws(FollowEnd) {
         let deadline = DBusConnection.now + NetworkManagerWatch.readTimeout
         do throws(FollowEnd) {
             _ = try call(.busCall("GetNameOwner", [.string(NetworkManagerWatch.name)]), on: bus, by: deadline)
+            if graceEnds != nil, try isStarting(bus, by: deadline) {
+                retryLater("NetworkManager is starting")
+                return
+            }
             try readAll(bus, by: deadline)
-            (retryAt, retryDelay) = (nil, 0.1)
+            (retryAt, retryDelay, reconnectDelay) = (nil, 0.1, 1)
         } catch .failed(.remote(let name, _)) where name == "org.freedesktop.DBus.Error.NameHasNoOwner" {
-            absent("no NetworkManager on the system bus")
+            reconnectDelay = 1
+            unavailable("no NetworkManager on the system bus")
         } catch .failed(.remote(let name, let message)) {
-            logger.debug("NetworkManager cannot be read yet", metadata: ["error": "\(name): \(message)", "retry": "\(retryDelay)"])
-            retryAt = DBusConnection.now + retryDelay
-            retryDelay = min(retryDelay * 2, 2)
+            retryLater("\(name): \(message)")
         }
+    }
+
+    private mutating func retryLater(_ why: String) {
+        logger.debug("NetworkManager cannot be read yet", metadata: ["why": "\(why)", "retry": "\(retryDelay)"])
+        retryAt = DBusConnection.now + retryDelay
+        retryDelay = min(retryDelay * 2, 2)
+    }
+
+    /// NetworkManager's `Startup`: true until it has tried to activate what it activates at start.
+    private func isStarting(_ bus: DBusConnection, by deadline: Double) throws(FollowEnd) -> Bool {
+        let answer = try call(
+            .call(NetworkManagerWatch.name, path: NetworkManagerWatch.root, interface: "org.freedesktop.DBus.Properties", member: "Get",
+                  [.string(NetworkManagerWatch.name), .string("Startup")]),
+            on: bus, by: deadline)
+        return answer.body.first?.boolean ?? false
     }
 
     private mutating func handle(_ message: DBusMessage, on bus: DBusConnection, readingDue: inout Bool) throws(FollowEnd) {
@@ -240,20 +276,20 @@ private struct Follower {
                 readingDue = true
             } else {
                 readingDue = false
-                absent("NetworkManager left the system bus")
+                unavailable("NetworkManager left the system bus")
             }
         case (.signal, NetworkManagerWatch.name, "DeviceAdded"), (.signal, NetworkManagerWatch.name, "DeviceRemoved"):
             readingDue = true
         case (.signal, "org.freedesktop.DBus.Properties", "PropertiesChanged"):
-            guard message.body.count >= 2, message.body[0].string == NetworkManagerWatch.deviceInterface,
-                let path = message.path, devices[path] != nil, let changed = message.body[1].dictionary
+            // Not before NetworkManager is read again: once restarted, its paths name other devices.
+            guard present, message.body.count >= 2, message.body[0].string == NetworkManagerWatch.deviceInterface,
+                let path = message.path, var updated = devices, updated[path] != nil, let changed = message.body[1].dictionary
             else { return }
             if changed["Interface"] != nil || changed["IpInterface"] != nil || changed["DeviceType"] != nil {
                 readingDue = true
                 return
             }
             guard let value = changed["Metered"]?.uint32 else { return }
-            var updated = devices
             updated[path]?.device.metered = NetworkManagerDevices.Metered(rawValue: value) ?? .unknown
             keep(updated)
         default:
@@ -286,6 +322,8 @@ private struct Follower {
             read[path] = (interface, .init(metered: metered, type: properties["DeviceType"]?.uint32 ?? 0))
         }
         self.read()
+        if graceEnds != nil { logger.info("NetworkManager is back: its reading counts again") }
+        graceEnds = nil
         keep(read)
         if !present {
             logger.notice("NetworkManager: reading which links are metered", metadata: [
@@ -300,7 +338,7 @@ private struct Follower {
     /// NetworkManager was read: its first reading is logged whole) and publishes it.
     private mutating func keep(_ new: [String: Known]) {
         if present {
-            for (path, known) in new where devices[path].map({ $0.device.metered != known.device.metered }) ?? true {
+            for (path, known) in new where devices?[path].map({ $0.device.metered != known.device.metered }) ?? true {
                 logger.info("NetworkManager: metered changed", metadata: ["link": "\(known.interface)", "metered": "\(known.device.metered)"])
             }
         }
@@ -308,10 +346,27 @@ private struct Follower {
         publish(NetworkManagerDevices(new.values.map { ($0.interface, $0.device) }))
     }
 
-    private mutating func absent(_ why: String) {
-        if why != lastProblem { logger.info("\(why): links are classed by their names alone") }
-        (lastProblem, present, retryAt, retryDelay) = (why, false, nil, 0.1)
-        devices = [:]
+    /// NetworkManager cannot be read (`why`): its last reading, if any, counts until the grace
+    /// period ends (``endGraceIfDue()``); without one, links go by their names at once.
+    private mutating func unavailable(_ why: String) {
+        (present, retryAt, retryDelay) = (false, nil, 0.1)
+        if devices != nil {
+            if graceEnds == nil {
+                logger.info("\(why): NetworkManager's last reading counts for \(Int(grace)) s more")
+                graceEnds = DBusConnection.now + grace
+            }
+        } else {
+            if why != lastProblem { logger.info("\(why): links are classed by their names alone") }
+            publish(nil)
+        }
+        lastProblem = why
+    }
+
+    private mutating func endGraceIfDue() {
+        guard let graceEnds, graceEnds <= DBusConnection.now else { return }
+        self.graceEnds = nil
+        devices = nil
+        logger.info("\(lastProblem): links are classed by their names alone")
         publish(nil)
     }
 
