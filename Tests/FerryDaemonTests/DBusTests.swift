@@ -166,7 +166,7 @@ struct DBusTests {
 
     @Test("a bus listening on an abstract socket name (unix:abstract=) is connected to and answers Hello")
     func abstractAddress() async throws {
-        let bus = try await SystemBus.start(abstract: true)
+        let bus = try await SystemBus.start(abstract: SystemBus.uniqueName())
         defer { bus.stop() }
         #expect(bus.address.hasPrefix("unix:abstract="), "\(bus.address)")
         let connection = try DBusConnection(address: bus.address, timeout: 2)

@@ -180,6 +180,31 @@ struct NetworkManagerTests {
         #expect(ContinuousClock.now - stopped > .seconds(2), "nil once the grace period (3 s) ended")
     }
 
+    @Test("no bus yet: the watch connects within seconds of one appearing (again 1 s after a failure, doubling), not 10 s later")
+    func busAppears() async throws {
+        let name = SystemBus.uniqueName()
+        let watch = try #require(NetworkManagerWatch(address: "unix:abstract=\(name)", logger: Logger(label: "test")))
+        defer { watch.stop() }
+        try await poll(until: "the watch's first attempt to fail", timeout: .seconds(5), every: .milliseconds(10)) {
+            var news = [pollfd(fd: watch.changes, events: Int16(POLLIN), revents: 0)]  // told once after the first attempt
+            return Glibc.poll(&news, 1, 0) == 1 && watch.current == nil
+        }
+        let bus = try await SystemBus.start(abstract: name)
+        defer { bus.stop() }
+        let appeared = ContinuousClock.now
+        let connection = try DBusConnection(address: bus.address, timeout: 2)
+        defer { connection.close() }
+        try await poll(until: "the watch to connect to the bus", timeout: .seconds(15), every: .milliseconds(20)) {
+            let names = try connection.call(.busCall("ListNames"), timeout: 2).body.first?.elements?.compactMap(\.string) ?? []
+            return names.contains { name in
+                name.hasPrefix(":") && name != connection.uniqueName
+                    && (try? connection.call(.busCall("GetConnectionUnixProcessID", [.string(name)]), timeout: 2))?.body == [.uint32(UInt32(getpid()))]
+            }
+        }
+        let waited = ContinuousClock.now - appeared
+        #expect(waited < .seconds(5), "the watch connected \(waited) after the bus appeared")
+    }
+
     @Test("a burst of devices (30 veth links made at once, a DeviceAdded each) is read a few times, not once per signal")
     func deviceBurst() async throws {
         let manager = try await NetworkManagerLab.make()

@@ -21,12 +21,15 @@ final class SystemBus: Sendable {
         self.address = address
     }
 
+    /// A name no other bus has (`ferry-bus-<pid>x…`, which `NetworkManagerLab.sweepLeftovers` knows).
+    static func uniqueName() -> String { "ferry-bus-\(getpid())x\(UUID().uuidString.prefix(8))" }
+
     /// Starts dbus-daemon and waits (≤ 10 s) until its socket accepts connections: a socket
-    /// file in a folder of its own, or (`abstract`) an abstract name of the same words.
-    static func start(abstract: Bool = false) async throws -> SystemBus {
-        let folder = "ferry-bus-\(getpid())x\(UUID().uuidString.prefix(8))"
+    /// file in a folder of its own, or the abstract name `abstract` (see ``uniqueName()``).
+    static func start(abstract: String? = nil) async throws -> SystemBus {
+        let folder = abstract ?? uniqueName()
         let root = FileManager.default.temporaryDirectory.appendingPathComponent(folder)
-        let address = abstract ? "unix:abstract=\(folder)" : "unix:path=\(root.appendingPathComponent("bus").path)"
+        let address = abstract.map { "unix:abstract=\($0)" } ?? "unix:path=\(root.appendingPathComponent("bus").path)"
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         let configuration = root.appendingPathComponent("bus.conf")
         try """
