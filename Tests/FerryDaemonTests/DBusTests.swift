@@ -160,8 +160,53 @@ struct DBusTests {
             _ = try DBusConnection(address: "tcp:host=localhost,port=1", timeout: 2)
         }
         let escaped = try DBusConnection.socketAddress("unix:path=/tmp/a%20b")
-        let path = withUnsafeBytes(of: escaped.sun_path) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        let path = withUnsafeBytes(of: escaped.address.sun_path) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
         #expect(path == "/tmp/a b")
+    }
+
+    @Test("a bus listening on an abstract socket name (unix:abstract=) is connected to and answers Hello")
+    func abstractAddress() async throws {
+        let bus = try await SystemBus.start(abstract: SystemBus.uniqueName())
+        defer { bus.stop() }
+        #expect(bus.address.hasPrefix("unix:abstract="), "\(bus.address)")
+        let connection = try DBusConnection(address: bus.address, timeout: 2)
+        defer { connection.close() }
+        #expect(connection.uniqueName.hasPrefix(":"), "\(connection.uniqueName)")
+        let names = try connection.call(.busCall("ListNames"), timeout: 2).body.first?.elements?.compactMap(\.string) ?? []
+        #expect(names.contains(connection.uniqueName), "\(names)")
+    }
+
+    @Test("a call whose answer never comes times out at its deadline, though signals keep arriving meanwhile")
+    func deadlineUnderTraffic() async throws {
+        try await Self.withBus { bus in
+            let silent = try DBusConnection(address: bus.address, timeout: 2)
+            let client = try DBusConnection(address: bus.address, timeout: 2)
+            defer { silent.close(); client.close() }
+            _ = try silent.call(.busCall("RequestName", [.string("org.ferry.Silent"), .uint32(0)]), timeout: 2)
+            // Signals sent to the client as fast as the bus takes them, from two connections (so
+            // that the client seldom finds its socket empty), for at most 10 s.
+            let (address, target) = (bus.address, client.uniqueName)
+            let flooding = (0..<2).map { _ in Thread {
+                guard let sender = try? DBusConnection(address: address, timeout: 2) else { return }
+                defer { sender.close() }
+                let end = DBusConnection.now + 10
+                let signal = DBusMessage(
+                    kind: .signal, path: "/org/ferry/Flood", interface: "org.ferry.Flood", member: "Tick", destination: target,
+                    body: [.string(String(repeating: "x", count: 512))])
+                while DBusConnection.now < end, !Thread.current.isCancelled {
+                    guard (try? sender.send(signal)) != nil else { return }
+                }
+            } }
+            flooding.forEach { $0.start() }
+            defer { flooding.forEach { $0.cancel() } }
+            #expect(try await Self.next(client, "the first signal of the flood").member == "Tick")
+            let start = DBusConnection.now
+            #expect(throws: DBusError.timedOut("org.ferry.Silent.Wait on org.ferry.Silent")) {
+                _ = try client.call(.call("org.ferry.Silent", path: "/", interface: "org.ferry.Silent", member: "Wait"), timeout: 0.3)
+            }
+            let took = DBusConnection.now - start
+            #expect(took < 1.0, "the call gave up \(took) s after it was sent, its time-out 0.3 s")
+        }
     }
 
     @Test("a big-endian message (a sender on another machine's byte order) is read: header fields and body")

@@ -7,7 +7,8 @@ import Glibc
 
 /// The real NetworkManager managing the client link of a ``NetworkLab``, on a private
 /// ``SystemBus``: `NetworkManager --no-daemon` runs in the lab's client namespace, in a mount
-/// namespace of its own (its run and state folders are the test's; `/sys` read-only, so that it
+/// namespace of its own (its run and state folders are the test's, kept from one start to the
+/// next as a restart keeps them, so that it takes up the connections it had; `/sys` read-only, so that it
 /// does not wait for udev, which no container runs, and manages the veth at once). Connections
 /// are made and changed with nmcli and devices read with busctl, both on the private bus.
 /// Needs root, iproute2, dbus-daemon and network-manager (`scripts/install-deps`).
@@ -32,7 +33,7 @@ final class NetworkManagerLab: @unchecked Sendable {  // used by one test at a t
             try await lab.startServer()
             bus = try await SystemBus.start()
             let root = lab.root.appendingPathComponent("nm")
-            for folder in ["connections", "lib", "conf.d"] {
+            for folder in ["connections", "lib", "run", "conf.d"] {
                 try FileManager.default.createDirectory(at: root.appendingPathComponent(folder), withIntermediateDirectories: true)
             }
             try """
@@ -66,7 +67,7 @@ final class NetworkManagerLab: @unchecked Sendable {  // used by one test at a t
         }
         let lib = root.appendingPathComponent("lib").path
         let script = """
-            mkdir -p /run/NetworkManager /var/lib/NetworkManager && mount -t tmpfs ferry-nm /run/NetworkManager \
+            mkdir -p /run/NetworkManager /var/lib/NetworkManager && mount --bind "\(root.appendingPathComponent("run").path)" /run/NetworkManager \
             && mount --bind "\(lib)" /var/lib/NetworkManager && mount -o remount,ro /sys && exec "$0" "$@"
             """
         let command = lab.inClient([

@@ -17,17 +17,40 @@ struct NetworkManagerTests {
         return status.network
     }
 
-    /// Waits (≤ 10 s) until ferryd's status says `source` and counts the lab's link expensive or not.
-    static func waitForStatus(_ ferryd: FerrydProcess, link: String, source: String, expensive: Bool) async throws {
+    /// Waits (≤ `timeout`) until ferryd's status says `source` and counts the lab's link expensive or not.
+    static func waitForStatus(
+        _ ferryd: FerrydProcess, link: String, source: String, expensive: Bool, timeout: Duration = .seconds(10)
+    ) async throws {
         let client = try await RawClient.connected(to: ferryd.socketPath, name: "status")
         defer { client.close() }
         var last: NetworkStatus?
         try await poll(until: "ferryd's status to say \(source) with \(link) \(expensive ? "expensive" : "not expensive")",
-                       timeout: .seconds(10), every: .milliseconds(20),
+                       timeout: timeout, every: .milliseconds(20),
                        observed: "\(String(describing: last)); ferryd's log:\n\(ferryd.log.suffix(2000))") {
             last = try await status(client)
             return last?.source == source && last?.links.first { $0.name == link }?.isExpensive == expensive
         }
+    }
+
+    /// Starts `ferryd` in the lab's client namespace with NetworkManager saying the lab's link
+    /// is metered, and submits a download (of /file.bin?frugal) for a session that does not allow
+    /// expensive links: that session's client, its task, and why the task waits.
+    static func holdOnMeteredLink(
+        _ manager: NetworkManagerLab, ferryd: FerrydProcess, seed: UInt64
+    ) async throws -> (frugal: RawClient, held: Int, reason: WaitingReason) {
+        let lab = manager.lab
+        try Data(TestContent.bytes(count: NetworkTests.fileSize, seed: seed)).write(to: lab.www.appendingPathComponent("file.bin"))
+        try manager.connect(metered: "yes")
+        try await manager.waitForPublished(1)
+        ferryd.wrapper = lab.inClient([])
+        ferryd.extraEnvironment = ["DBUS_SYSTEM_BUS_ADDRESS": manager.bus.address]
+        try await ferryd.start()
+        try await Self.waitForStatus(ferryd, link: lab.clientLink, source: "netlink+networkmanager", expensive: true)
+        let frugal = try await RawClient.connected(to: ferryd.socketPath, name: "frugal")
+        try await NetworkTests.attach("frugal", NetworkAccess(allowsExpensiveNetworkAccess: false), on: frugal)
+        let held = try await frugal.submit(.download("frugal", lab.url("/file.bin?frugal"))).taskIdentifier
+        let reason = try await NetworkTests.waits("frugal", held, for: .expensiveNetwork, on: frugal, ferryd: ferryd)
+        return (frugal, held, reason)
     }
 
     @Test("a task of a session that does not allow expensive links waits while NetworkManager says metered, and starts within a second of metered no")
@@ -36,18 +59,7 @@ struct NetworkManagerTests {
         let lab = manager.lab
         let ferryd = try FerrydProcess()
         defer { ferryd.cleanUp(); manager.remove() }
-        try Data(TestContent.bytes(count: NetworkTests.fileSize, seed: 7)).write(to: lab.www.appendingPathComponent("file.bin"))
-        try manager.connect(metered: "yes")
-        try await manager.waitForPublished(1)
-        ferryd.wrapper = lab.inClient([])
-        ferryd.extraEnvironment = ["DBUS_SYSTEM_BUS_ADDRESS": manager.bus.address]
-        try await ferryd.start()
-        try await Self.waitForStatus(ferryd, link: lab.clientLink, source: "netlink+networkmanager", expensive: true)
-
-        let frugal = try await RawClient.connected(to: ferryd.socketPath, name: "frugal")
-        try await NetworkTests.attach("frugal", NetworkAccess(allowsExpensiveNetworkAccess: false), on: frugal)
-        let held = try await frugal.submit(.download("frugal", lab.url("/file.bin?frugal"))).taskIdentifier
-        let reason = try await NetworkTests.waits("frugal", held, for: .expensiveNetwork, on: frugal, ferryd: ferryd)
+        let (frugal, held, reason) = try await Self.holdOnMeteredLink(manager, ferryd: ferryd, seed: 7)
         #expect(reason.message.contains("\(lab.clientLink) (metered, says NetworkManager)"), "\(reason.message)")
         // A session that allows expensive links is not held on the same link.
         let other = try await ferryd.owner(of: "other")
@@ -65,7 +77,42 @@ struct NetworkManagerTests {
         #expect(ferryd.log.contains("NetworkManager: metered changed"), "\(ferryd.log.suffix(2000))")
     }
 
-    @Test("NetworkManager starting after ferryd is followed (its name appears on the bus), and stopping it returns ferryd to the name patterns")
+    @Test("NetworkManager restarting (stopped, then started again within the grace period) keeps a metered link expensive: a held task stays held")
+    func restartWithinGrace() async throws {
+        let manager = try await NetworkManagerLab.make()
+        let lab = manager.lab
+        let ferryd = try FerrydProcess()
+        defer { ferryd.cleanUp(); manager.remove() }
+        let (frugal, held, _) = try await Self.holdOnMeteredLink(manager, ferryd: ferryd, seed: 8)
+
+        try await manager.stop()
+        try await poll(until: "ferryd to see NetworkManager leave", timeout: .seconds(10), every: .milliseconds(20),
+                       observed: "ferryd's log:\n\(ferryd.log.suffix(2000))") {
+            ferryd.log.contains("NetworkManager left the system bus: NetworkManager's last reading counts for 30 s more")
+        }
+        try await Task.sleep(for: .seconds(1))
+        let client = try await RawClient.connected(to: ferryd.socketPath, name: "status")
+        defer { client.close() }
+        let meanwhile = try await Self.status(client)
+        #expect(meanwhile?.source == "netlink+networkmanager" && meanwhile?.links.first { $0.name == lab.clientLink }?.isExpensive == true,
+                "the last reading still counts: \(String(describing: meanwhile))")
+
+        try await manager.start()
+        try await manager.waitForPublished(1)
+        try await poll(until: "ferryd to read NetworkManager again", timeout: .seconds(10), every: .milliseconds(20),
+                       observed: "ferryd's log:\n\(ferryd.log.suffix(2000))") {
+            ferryd.log.contains("NetworkManager is back")
+        }
+        try await Task.sleep(for: .seconds(1))
+        try await Self.waitForStatus(ferryd, link: lab.clientLink, source: "netlink+networkmanager", expensive: true)
+        #expect(try await NetworkTests.task("frugal", held, on: frugal).state == .waiting, "still held")
+        #expect(!lab.requests.contains { $0.contains("frugal") }, "the held task sent nothing while NetworkManager restarted")
+        // Read again once NetworkManager's Startup was over: its connection active, the link metered from the first reading on.
+        let reading = ferryd.log.split(separator: "\n").last { $0.contains("NetworkManager: reading which links are metered") } ?? ""
+        #expect(reading.contains("metered=\(lab.clientLink)"), "\(ferryd.log.suffix(2000))")
+    }
+
+    @Test("NetworkManager starting after ferryd is followed (its name appears on the bus), and stopping it returns ferryd to the name patterns after the grace period")
     func managerComesAndGoes() async throws {
         let manager = try await NetworkManagerLab.make(startingManager: false)
         let lab = manager.lab
@@ -82,8 +129,10 @@ struct NetworkManagerTests {
         try await Self.waitForStatus(ferryd, link: lab.clientLink, source: "netlink+networkmanager", expensive: true)
 
         try await manager.stop()
-        try await Self.waitForStatus(ferryd, link: lab.clientLink, source: "netlink", expensive: false)
-        #expect(ferryd.log.contains("NetworkManager left the system bus"), "\(ferryd.log.suffix(2000))")
+        let stopped = ContinuousClock.now
+        try await Self.waitForStatus(ferryd, link: lab.clientLink, source: "netlink", expensive: false, timeout: .seconds(45))
+        #expect(ContinuousClock.now - stopped > .seconds(25), "not before the grace period's end")
+        #expect(ferryd.log.contains("NetworkManager left the system bus: links are classed by their names alone"), "\(ferryd.log.suffix(2000))")
     }
 
     @Test("FERRYD_NETWORK_MANAGER=off: ferryd asks nobody, and a link NetworkManager says is metered is not expensive (the patterns alone)")
@@ -105,7 +154,7 @@ struct NetworkManagerTests {
         let manager = try await NetworkManagerLab.make(startingManager: false)
         defer { manager.remove() }
         let link = manager.lab.clientLink
-        let watch = try #require(NetworkManagerWatch(address: manager.bus.address, logger: Logger(label: "test")))
+        let watch = try #require(NetworkManagerWatch(address: manager.bus.address, grace: 3, logger: Logger(label: "test")))
         defer { watch.stop() }
         func expect(_ what: String, _ wanted: @escaping (NetworkManagerDevices?) -> Bool) async throws {
             try await poll(until: "the watch to see \(what)", timeout: .seconds(10), every: .milliseconds(10),
@@ -125,7 +174,64 @@ struct NetworkManagerTests {
         try await manager.waitForPublished(4)  // an ethernet link with nothing said: guess-no
         try await expect("\(link) metered guess-no") { $0?.devices[link]?.metered == .guessNo }
         try await manager.stop()
+        let stopped = ContinuousClock.now
+        #expect(watch.current?.devices[link]?.metered == .guessNo, "the last reading counts for the grace period")
         try await expect("NetworkManager gone (nil)") { $0 == nil }
+        #expect(ContinuousClock.now - stopped > .seconds(2), "nil once the grace period (3 s) ended")
+    }
+
+    @Test("no bus yet: the watch connects within seconds of one appearing (again 1 s after a failure, doubling), not 10 s later")
+    func busAppears() async throws {
+        let name = SystemBus.uniqueName()
+        let watch = try #require(NetworkManagerWatch(address: "unix:abstract=\(name)", logger: Logger(label: "test")))
+        defer { watch.stop() }
+        try await poll(until: "the watch's first attempt to fail", timeout: .seconds(5), every: .milliseconds(10)) {
+            var news = [pollfd(fd: watch.changes, events: Int16(POLLIN), revents: 0)]  // told once after the first attempt
+            return Glibc.poll(&news, 1, 0) == 1 && watch.current == nil
+        }
+        let bus = try await SystemBus.start(abstract: name)
+        defer { bus.stop() }
+        let appeared = ContinuousClock.now
+        let connection = try DBusConnection(address: bus.address, timeout: 2)
+        defer { connection.close() }
+        try await poll(until: "the watch to connect to the bus", timeout: .seconds(15), every: .milliseconds(20)) {
+            let names = try connection.call(.busCall("ListNames"), timeout: 2).body.first?.elements?.compactMap(\.string) ?? []
+            return names.contains { name in
+                name.hasPrefix(":") && name != connection.uniqueName
+                    && (try? connection.call(.busCall("GetConnectionUnixProcessID", [.string(name)]), timeout: 2))?.body == [.uint32(UInt32(getpid()))]
+            }
+        }
+        let waited = ContinuousClock.now - appeared
+        #expect(waited < .seconds(5), "the watch connected \(waited) after the bus appeared")
+    }
+
+    @Test("a burst of devices (30 veth links made at once, a DeviceAdded each) is read a few times, not once per signal")
+    func deviceBurst() async throws {
+        let manager = try await NetworkManagerLab.make()
+        defer { manager.remove() }
+        let watch = try #require(NetworkManagerWatch(address: manager.bus.address, logger: Logger(label: "test")))
+        defer { watch.stop() }
+        let link = manager.lab.clientLink
+        try await poll(until: "the watch to know \(link)", timeout: .seconds(10), every: .milliseconds(10)) { watch.current?.devices[link] != nil }
+        let before = watch.readings
+        let names = (0..<15).flatMap { ["fva\($0)", "fvb\($0)"] }  // no dummy links in a container without their module
+        let batch = manager.lab.root.appendingPathComponent("veths")
+        try (0..<15).map { "link add fva\($0) type veth peer name fvb\($0)\n" }.joined().write(to: batch, atomically: true, encoding: .utf8)
+        let command = manager.lab.inClient(["ip", "-batch", batch.path])
+        _ = try SystemBus.run(command[0], Array(command.dropFirst()))
+        try await poll(until: "the watch to know the 30 links", timeout: .seconds(10), every: .milliseconds(10),
+                       observed: "\(String(describing: watch.current))") {
+            names.allSatisfy { watch.current?.devices[$0] != nil }
+        }
+        // The signals still waiting would each bring a reading if handled one by one: counted once quiet.
+        try await poll(until: "the watch to be quiet for 1 s", timeout: .seconds(40), every: .milliseconds(1)) {
+            let earlier = watch.readings
+            try await Task.sleep(for: .seconds(1))
+            return watch.readings == earlier
+        }
+        let readings = watch.readings - before
+        print("NetworkManager: 30 devices added, read \(readings) times")
+        #expect(readings <= 10, "one reading per burst of signals, not per signal: \(readings)")
     }
 
     @Test("NetworkManager's reading adds to the name patterns: metered and guess-yes are expensive, a modem is cellular, constrained stays the patterns'")

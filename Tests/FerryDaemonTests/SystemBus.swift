@@ -12,17 +12,24 @@ import Glibc
 final class SystemBus: Sendable {
     let root: URL
     let process: SpawnedProcess
-    var socket: URL { root.appendingPathComponent("bus") }
-    var address: String { "unix:path=\(socket.path)" }
+    /// Where it listens: a socket in ``root``, or an abstract name.
+    let address: String
 
-    private init(root: URL, process: SpawnedProcess) {
+    private init(root: URL, process: SpawnedProcess, address: String) {
         self.root = root
         self.process = process
+        self.address = address
     }
 
-    /// Starts dbus-daemon and waits (≤ 10 s) until its socket accepts connections.
-    static func start() async throws -> SystemBus {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-bus-\(getpid())x\(UUID().uuidString.prefix(8))")
+    /// A name no other bus has (`ferry-bus-<pid>x…`, which `NetworkManagerLab.sweepLeftovers` knows).
+    static func uniqueName() -> String { "ferry-bus-\(getpid())x\(UUID().uuidString.prefix(8))" }
+
+    /// Starts dbus-daemon and waits (≤ 10 s) until its socket accepts connections: a socket
+    /// file in a folder of its own, or the abstract name `abstract` (see ``uniqueName()``).
+    static func start(abstract: String? = nil) async throws -> SystemBus {
+        let folder = abstract ?? uniqueName()
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent(folder)
+        let address = abstract.map { "unix:abstract=\($0)" } ?? "unix:path=\(root.appendingPathComponent("bus").path)"
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         let configuration = root.appendingPathComponent("bus.conf")
         try """
@@ -30,7 +37,7 @@ final class SystemBus: Sendable {
              "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
             <busconfig>
               <type>system</type>
-              <listen>unix:path=\(root.appendingPathComponent("bus").path)</listen>
+              <listen>\(address)</listen>
               <auth>EXTERNAL</auth>
               <policy context="default">
                 <allow user="*"/>
@@ -45,9 +52,9 @@ final class SystemBus: Sendable {
         }
         let process = try SpawnedProcess.start(
             daemon, ["--config-file=\(configuration.path)", "--nofork", "--nopidfile"], log: root.appendingPathComponent("bus.log"))
-        let bus = SystemBus(root: root, process: process)
+        let bus = SystemBus(root: root, process: process, address: address)
         do {
-            try await poll(until: "dbus-daemon to listen on \(bus.socket.path)", timeout: .seconds(10), every: .milliseconds(20),
+            try await poll(until: "dbus-daemon to listen on \(address)", timeout: .seconds(10), every: .milliseconds(20),
                            observed: "its output: \(process.output)") {
                 guard process.isRunning else { throw SpawnError(message: "dbus-daemon exited: \(process.output)") }
                 return (try? bus.busctl(["list", "--no-pager"])) != nil

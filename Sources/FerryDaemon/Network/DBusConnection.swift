@@ -76,7 +76,9 @@ final class DBusConnection {
         let serial = try send(message)
         let deadline = Self.now + timeout
         while true {
-            guard let next = try nextMessage(deadline: deadline) else { throw .timedOut(what) }
+            // Checked each turn, not only when a wait ends empty: messages arriving steadily
+            // (a flood of signals) would otherwise keep a call waiting past its deadline.
+            guard Self.now < deadline, let next = try nextMessage(deadline: deadline) else { throw .timedOut(what) }
             if next.replySerial == serial, next.kind == .methodReturn || next.kind == .error {
                 if next.kind == .error { throw next.remoteError }
                 return next
@@ -189,16 +191,16 @@ final class DBusConnection {
         try write(Array("BEGIN\r\n".utf8), deadline: deadline)
     }
 
-    private static func connect(_ address: sockaddr_un, deadline: Double) throws(DBusError) -> Int32 {
+    private static func connect(_ address: SocketAddress, deadline: Double) throws(DBusError) -> Int32 {
         // A blocking socket (reads and writes pass MSG_DONTWAIT); connect waits at most SO_SNDTIMEO.
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw .system(call: "socket(AF_UNIX)", errno: errno) }
         let seconds = max(0.01, deadline - now)
         var limit = timeval(tv_sec: Int(seconds), tv_usec: Int((seconds - seconds.rounded(.down)) * 1e6))
         _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-        var address = address
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        var socketAddress = address.address
+        let result = withUnsafePointer(to: &socketAddress) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, address.length) }
         }
         var none = timeval()
         _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &none, socklen_t(MemoryLayout<timeval>.size))
@@ -210,22 +212,33 @@ final class DBusConnection {
         return fd
     }
 
+    /// A Unix socket's address and the length `connect` is given: an abstract name's bytes are
+    /// all of it, trailing zeros included, so its length is exact (the whole `sockaddr_un` would
+    /// name another socket, padded with zeros); a path ends at its zero, so any length will do.
+    struct SocketAddress {
+        var address: sockaddr_un
+        var length: socklen_t
+    }
+
     /// `unix:path=/run/dbus/system_bus_socket` or `unix:abstract=name`, values %-escaped.
-    static func socketAddress(_ address: String) throws(DBusError) -> sockaddr_un {
+    static func socketAddress(_ address: String) throws(DBusError) -> SocketAddress {
         guard address.hasPrefix("unix:") else { throw .address("'\(address)' is not a unix: address") }
         var path: [UInt8]?
+        var isAbstract = false
         for pair in address.dropFirst(5).split(separator: ",") {
             let parts = pair.split(separator: "=", maxSplits: 1)
             guard parts.count == 2, let value = unescape(parts[1]) else { throw .address("'\(address)': '\(pair)'") }
-            if parts[0] == "path" { path = value }
-            if parts[0] == "abstract" { path = [0] + value }
+            if parts[0] == "path" { (path, isAbstract) = (value, false) }
+            if parts[0] == "abstract" { (path, isAbstract) = ([0] + value, true) }
         }
         guard let path, !path.isEmpty else { throw .address("'\(address)' names no path") }
         var socketAddress = sockaddr_un()
         socketAddress.sun_family = sa_family_t(AF_UNIX)
         guard path.count < MemoryLayout.size(ofValue: socketAddress.sun_path) else { throw .address("'\(address)': path too long") }
         withUnsafeMutableBytes(of: &socketAddress.sun_path) { $0.copyBytes(from: path) }
-        return socketAddress
+        let pathOffset = MemoryLayout<sockaddr_un>.offset(of: \.sun_path) ?? MemoryLayout<sa_family_t>.size
+        let length = isAbstract ? pathOffset + path.count : MemoryLayout<sockaddr_un>.size
+        return SocketAddress(address: socketAddress, length: socklen_t(length))
     }
 
     private static func unescape(_ text: Substring) -> [UInt8]? {

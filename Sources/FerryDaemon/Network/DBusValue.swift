@@ -167,6 +167,14 @@ indirect enum DBusValue: Hashable, Sendable {
         }
     }
 
+    var boolean: Bool? {
+        switch self {
+        case .boolean(let value): value
+        case .variant(let inner): inner.boolean
+        default: nil
+        }
+    }
+
     /// The elements of an array (`ao`, `as`…).
     var elements: [DBusValue]? {
         switch self {

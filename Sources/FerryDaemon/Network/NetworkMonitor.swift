@@ -46,13 +46,7 @@ final class NetworkWatch: Sendable {
 
     init(monitoring: NetworkMonitoring, classes: NetworkInterfaceClasses, networkManagerBus: String?, powerSupply: URL, logger: Logger) {
         (readings, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
-        var fds: [Int32] = [-1, -1]
-        if monitoring != .off, pipe(&fds) == 0 {
-            for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }  // not inherited by the apps ferryd launches
-        } else {
-            fds = [-1, -1]
-        }
-        stopPipe = (fds[0], fds[1])
+        stopPipe = monitoring == .off ? (-1, -1) : wakeUpPipe() ?? (-1, -1)
         guard monitoring != .off, stopPipe.read >= 0 else {
             if monitoring != .off { logger.error("no network monitor: cannot make its pipe", metadata: ["errno": "\(errno)"]) }
             return  // the stream stays open until stop(): a service that ends would stop ferryd
@@ -156,4 +150,15 @@ final class NetworkWatch: Sendable {
             if count <= 0, errno != ENOBUFS || count == 0 { return }
         }
     }
+}
+
+/// A pipe that wakes a thread's `poll` (one byte written; closing the write end wakes it too),
+/// made close-on-exec and non-blocking at once: set afterwards, an app ferryd launches
+/// meanwhile on another thread would inherit it, and a reader emptying it or a writer filling
+/// it would block. A socket pair, as Swift's Glibc does not offer `pipe2`.
+func wakeUpPipe() -> (read: Int32, write: Int32)? {
+    var fds: [Int32] = [-1, -1]
+    let type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
+    guard socketpair(AF_UNIX, type, 0, &fds) == 0 else { return nil }
+    return (fds[0], fds[1])
 }
