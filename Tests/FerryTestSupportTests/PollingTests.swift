@@ -8,12 +8,15 @@ import Testing
 @Suite("Polling and built products")
 struct PollingTests {
     @Test func returnsOnceTheConditionHolds() async throws {
+        // 30 s: a bound, not a speed. In the parallel run, suites that wait for a process
+        // synchronously (ImageMagick's convert, tmux) can hold both of Swift's pool threads
+        // for seconds; a fresh-clone run saw 8.5 s pass between two 1 ms checks.
         let checks = Mutex(0)
-        try await poll(until: "the third check", timeout: .seconds(5), every: .milliseconds(1)) {
+        try await poll(until: "the third check", timeout: .seconds(30), every: .milliseconds(1)) {
             checks.withLock { $0 += 1; return $0 == 3 }
         }
         #expect(checks.withLock { $0 } == 3)
-        let value = try await eventually("a value", timeout: .seconds(5), every: .milliseconds(1)) {
+        let value = try await eventually("a value", timeout: .seconds(30), every: .milliseconds(1)) {
             checks.withLock { $0 += 1; return $0 >= 5 ? "found at \($0)" : nil }
         }
         #expect(value == "found at 5")
