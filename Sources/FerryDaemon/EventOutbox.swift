@@ -6,8 +6,8 @@ import Synchronization
 
 /// Events as their commits return, on their way to the sessions' owners without a read of the
 /// store: a session whose owner has every earlier event goes *live*, and each commit's events
-/// go from the store's writer straight to its connection (decoded and written on the
-/// connection's event loop), with no hop through the daemon's actor. Before that, while the
+/// go from the store's writer straight to its connection (written on the connection's event
+/// loop), with no hop through the daemon's actor. Before that, while the
 /// pump catches up from the store, committed events wait here for it.
 ///
 /// The store stays the truth. Memory counts for a session only once the pump has read the
@@ -109,10 +109,11 @@ final class EventOutbox: Sendable {
         return wake
     }
 
-    /// Decodes and writes in one job on the connection's event loop (in the order of the
-    /// commits: each call queues one job there, and the job writes at once, ahead of anything
-    /// queued after it), then `eventsFinished`; a connection that can no longer take them
-    /// drops the session's memory (it is closing; its release follows).
+    /// Makes the messages (their stored JSON spliced in) and writes them in one job on the
+    /// connection's event loop (in the order of the commits: each call queues one job there,
+    /// and the job writes at once, ahead of anything queued after it), then `eventsFinished`;
+    /// a connection that can no longer take them drops the session's memory (it is closing;
+    /// its release follows).
     private func sendLive(_ events: [Held], of session: String, to connection: ClientConnection) {
         connection.channel.eventLoop.execute { [self] in
             var payloads = EventRecord.payloads(events.map { ($0.record, $0.committedAt) }, logger: logger)
