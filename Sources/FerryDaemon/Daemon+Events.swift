@@ -49,17 +49,19 @@ extension Daemon {
         repeat {
             // `delivered` is set once the owner's `attached` reply is out: no event overtakes it.
             guard let owner = owner(of: session), let connection = connections[owner], var after = sessions[session]?.delivered else { return }
-            let batch: [(record: EventRecord, committedAt: Date?)]
-            switch outbox.take(session, after: after) {
+            let taken = outbox.take(session, after: after)
+            // Events sent live before the session came back to this pump move its cursor.
+            if let sent = taken.sent, sent > after {
+                update(session) { $0.sent(upTo: sent) }
+                after = sent
+            }
+            let batch: [OutgoingEvent]
+            switch taken {
             case .live:
                 continue  // its events go as they commit
-            case .events(let held, let sent):
-                if sent > after { update(session) { $0.sent(upTo: sent) } }
-                batch = held.map { ($0.record, $0.committedAt) }
-                after = sent
-            case .readStore(let sent):
-                if sent > after { update(session) { $0.sent(upTo: sent) } }
-                after = sent
+            case .events(let held, _):
+                batch = held
+            case .readStore:
                 outbox.cover(session)  // before the read: what commits from now on is kept
                 let records: [EventRecord]
                 do {
@@ -109,7 +111,7 @@ extension Daemon {
     /// than `maximumOutboundBytes / 2` waiting, so a client that reads keeps up with any
     /// backlog (a relaunched app's thousands of events, bodies of megabytes) and only one that
     /// does not is cut off. False when the connection took no more (it is closing).
-    private func send(_ batch: [(record: EventRecord, committedAt: Date?)], of session: String, to connection: ClientConnection) async -> Bool {
+    private func send(_ batch: [OutgoingEvent], of session: String, to connection: ClientConnection) async -> Bool {
         var start = 0
         while start < batch.count {
             var end = start

@@ -21,13 +21,11 @@ import Synchronization
 /// switch outbox.take(session, after: delivered) { … }          // in the pump
 /// ```
 final class EventOutbox: Sendable {
-    typealias Held = (record: EventRecord, committedAt: Date)
-
     private struct Entry {
         /// Every event of the session with a greater sequence is in `events` (nil: not yet
         /// known, the pump's read of the store is under way).
         var complete: Int64?
-        var events: [Held] = []
+        var events: [OutgoingEvent] = []
         /// Sending as they commit: to this connection, the last sequence sent being `sent`.
         var live: (connection: ClientConnection, sent: Int64)?
 
@@ -62,7 +60,7 @@ final class EventOutbox: Sendable {
     /// the store's writer queue: it only hands work to event loops.
     func committed(_ committed: CommittedEvents) -> [String] {
         var wake: [String] = []
-        var sends: [(session: String, connection: ClientConnection, events: [Held])] = []
+        var sends: [(session: String, connection: ClientConnection, events: [OutgoingEvent])] = []
         // The sends are queued on their loops before the lock is let go: a drop (the actor's,
         // before it queues an `invalidated` or `attached` reply) then comes before or after
         // both the decision and the queueing, never between them.
@@ -114,9 +112,9 @@ final class EventOutbox: Sendable {
     /// and the job writes at once, ahead of anything queued after it), then `eventsFinished`;
     /// a connection that can no longer take them drops the session's memory (it is closing;
     /// its release follows).
-    private func sendLive(_ events: [Held], of session: String, to connection: ClientConnection) {
+    private func sendLive(_ events: [OutgoingEvent], of session: String, to connection: ClientConnection) {
         connection.channel.eventLoop.execute { [self] in
-            var payloads = EventRecord.payloads(events.map { ($0.record, $0.committedAt) }, logger: logger)
+            var payloads = EventRecord.payloads(events, logger: logger)
             if let finished = try? MessageCoder().encode(DaemonMessage.eventsFinished(sessionIdentifier: session)) { payloads.append(finished) }
             if connection.send(encoded: payloads) != payloads.count { drop(session, ifLiveTo: connection) }
         }
@@ -128,9 +126,17 @@ final class EventOutbox: Sendable {
         /// Memory may not hold every event after `sent`: read the store from there.
         case readStore(sent: Int64)
         /// These events, in order (none: nothing new).
-        case events([Held], sent: Int64)
+        case events([OutgoingEvent], sent: Int64)
         /// The session is live: its events go as they commit, and the pump has nothing to do.
         case live
+
+        /// The pump's cursor from now on, unless the session is live.
+        var sent: Int64? {
+            switch self {
+            case .readStore(let sent), .events(_, let sent): sent
+            case .live: nil
+            }
+        }
     }
 
     /// The session's events with a sequence above `after` (the pump's cursor), taken out of memory.

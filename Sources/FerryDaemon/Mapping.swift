@@ -83,19 +83,21 @@ extension EventKind {
     }
 }
 
+/// A stored event on its way to its session's owner, with the moment its commit returned when
+/// it goes as it commits (nil when it was read back from the store).
+typealias OutgoingEvent = (record: EventRecord, committedAt: Date?)
+
 extension EventRecord {
-    /// The stored event as the protocol sends it (`committedAt` when it is sent as it commits).
-    func event(committedAt: Date? = nil) throws -> Event {
+    /// The stored event as the protocol has it.
+    func event() throws -> Event {
         let kind = try MessageCoder().decode(EventKind.self, from: ByteBuffer(string: payload))
-        return Event(
-            sequence: sequence, sessionIdentifier: sessionIdentifier, taskIdentifier: taskIdentifier, kind: kind, storedAt: createdAt,
-            committedAt: committedAt)
+        return Event(sequence: sequence, sessionIdentifier: sessionIdentifier, taskIdentifier: taskIdentifier, kind: kind, storedAt: createdAt)
     }
 
     /// Stored events of one session as `event` message payloads, in order, their kinds' JSON
     /// as stored (`MessageCoder.encodeEvents`); one of a kind this build does not know is
     /// logged and skipped.
-    static func payloads(_ batch: [(record: EventRecord, committedAt: Date?)], logger: Logger) -> [ByteBuffer] {
+    static func payloads(_ batch: [OutgoingEvent], logger: Logger) -> [ByteBuffer] {
         guard let session = batch.first?.record.sessionIdentifier else { return [] }
         let events = batch.compactMap { record, committedAt -> StoredEvent? in
             guard EventKind.isKnown(typeName: record.kind) else {

@@ -39,17 +39,7 @@ extension FerryStore {
     ) async throws -> String? {
         let path = self.path
         return try await write("complete task \(identifier) of \(session)") { db in
-            // As `updateTask`'s rules: the upload's resource and the last error go, the
-            // credentials leave the store with the task, and a byte count to send is kept
-            // when nothing was sent (a download's).
-            let statement = try db.cachedStatement(sql: """
-                UPDATE task SET state = 'completed', delivered_to = ?, response_status = ?, bytes_sent = ?,
-                    bytes_received = ?, bytes_expected_to_send = CASE WHEN ? > 0 THEN ? ELSE bytes_expected_to_send END,
-                    bytes_expected_to_receive = ?, last_error_code = NULL, last_error_message = NULL,
-                    upload_resource_url = NULL, upload_interop_version = NULL, credentials = NULL, updated_at = ?
-                WHERE session_identifier = ? AND task_identifier = ? AND state NOT IN ('completed', 'failed', 'cancelled')
-                RETURNING body_file
-                """)
+            let statement = try db.cachedStatement(sql: Self.completeTaskSQL)
             let arguments: StatementArguments = [
                 completion.deliveredTo, completion.responseStatus, completion.bytesSent, completion.bytesReceived,
                 completion.bytesSent, completion.bytesSent, completion.bytesReceived, now.timeIntervalSince1970, session, identifier,
@@ -61,6 +51,18 @@ extension FerryStore {
             return row[0] as String?
         }
     }
+
+    /// As `updateTask`'s rules: the upload's resource and the last error go, the credentials
+    /// leave the store with the task, and a byte count to send is kept when nothing was sent
+    /// (a download's). A task that ended is not changed.
+    static let completeTaskSQL = """
+        UPDATE task SET state = 'completed', delivered_to = ?, response_status = ?, bytes_sent = ?,
+            bytes_received = ?, bytes_expected_to_send = CASE WHEN ? > 0 THEN ? ELSE bytes_expected_to_send END,
+            bytes_expected_to_receive = ?, last_error_code = NULL, last_error_message = NULL,
+            upload_resource_url = NULL, upload_interop_version = NULL, credentials = NULL, updated_at = ?
+        WHERE session_identifier = ? AND task_identifier = ? AND state NOT IN (\(TaskState.finalStatesSQL))
+        RETURNING body_file
+        """
 
     /// Why a change to `state` touched no row: the task is unknown, or it already ended.
     static func refusedChange(_ db: Database, session: String, task identifier: Int, to state: TaskState, path: String) -> FerryStoreError {

@@ -289,7 +289,7 @@ extension FerryStore {
             try db.execute(
                 sql: """
                     DELETE FROM task
-                    WHERE state IN ('completed', 'failed', 'cancelled') AND updated_at < ?
+                    WHERE state IN (\(TaskState.finalStatesSQL)) AND updated_at < ?
                       AND NOT EXISTS (SELECT 1 FROM event
                                       WHERE event.session_identifier = task.session_identifier
                                         AND event.task_identifier = task.task_identifier)

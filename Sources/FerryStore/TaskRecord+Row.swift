@@ -85,3 +85,9 @@ extension TaskRecord: StoredRecord {
         ]
     }
 }
+
+extension TaskState {
+    /// The states a task ends in, as an SQL list (`'completed', 'failed', 'cancelled'`): the
+    /// queries that pick ended tasks take it from ``isFinal``, not from a list of their own.
+    static let finalStatesSQL = allCases.filter(\.isFinal).map { "'\($0.rawValue)'" }.joined(separator: ", ")
+}
