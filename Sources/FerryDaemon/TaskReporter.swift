@@ -6,9 +6,10 @@ import Foundation
 import NIOConcurrencyHelpers
 
 /// The engine's observer for one attempt: keeps the totals, the download's validator and
-/// the upload's resource; sends live progress (coalesced) and saves the resume point every
-/// `progressPersistInterval`; turns a 429/503 into a stored retry instead of a response when
-/// the rulebook says so (with the task's policy).
+/// the upload's resource; sends live progress (coalesced); saves a download's resume point
+/// with its answer, then progress every `progressPersistInterval` while bytes move; turns a
+/// 429/503 into a stored retry instead of a response when the rulebook says so (with the
+/// task's policy).
 final class TaskReporter: TransferObserver {
     struct Snapshot: Sendable {
         var bytesSent: Int64 = 0
@@ -23,7 +24,10 @@ final class TaskReporter: TransferObserver {
     private struct State {
         var snapshot = Snapshot()
         var lastLive: ContinuousClock.Instant?
-        var lastPersist: ContinuousClock.Instant = .now
+        /// The last save, or the attempt's first bytes: nil before them. Counting from the
+        /// attempt's start saved a task that waited a second for its answer on its first bytes,
+        /// a write of its own just before the one that completes it.
+        var lastPersist: ContinuousClock.Instant?
     }
 
     let key: TaskKey
@@ -103,7 +107,14 @@ final class TaskReporter: TransferObserver {
             change(&state.snapshot)
             let live = state.lastLive.map { now - $0 >= liveInterval } ?? true
             if live { state.lastLive = now }
-            let persist = force || now - state.lastPersist >= persistInterval
+            let persist: Bool
+            if let last = state.lastPersist {
+                persist = force || now - last >= persistInterval
+            } else {
+                // A download's first report carries its resume point (the validator): saved at once.
+                persist = force || state.snapshot.validator != nil
+                state.lastPersist = now
+            }
             if persist { state.lastPersist = now }
             return (live, persist, state.snapshot)
         }

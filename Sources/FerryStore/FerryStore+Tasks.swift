@@ -120,11 +120,8 @@ extension FerryStore {
     /// is waiting. ferryd sleeps until then (or until something new is submitted).
     public func nextRunnableDate(after now: Date) async throws -> Date? {
         let seconds = try await read("find the next runnable time") { db in
-            try Double.fetchOne(
-                db,
-                sql: """
-                    SELECT MIN(runnable_at) FROM task WHERE state = 'waiting'
-                    """)
+            // Cached: the scheduler asks after every task that ends.
+            try Double.fetchOne(db.cachedStatement(sql: "SELECT MIN(runnable_at) FROM task WHERE state = 'waiting'"))
         }
         return seconds.map { max(now, Date(timeIntervalSince1970: $0)) }
     }
@@ -134,7 +131,7 @@ extension FerryStore {
     public func nextRunnableDate(laterThan now: Date) async throws -> Date? {
         let seconds = try await read("find the next runnable time") { db in
             try Double.fetchOne(
-                db, sql: "SELECT MIN(runnable_at) FROM task WHERE state = 'waiting' AND runnable_at > ?",
+                db.cachedStatement(sql: "SELECT MIN(runnable_at) FROM task WHERE state = 'waiting' AND runnable_at > ?"),
                 arguments: [now.timeIntervalSince1970])
         }
         return seconds.map { Date(timeIntervalSince1970: $0) }

@@ -1,0 +1,62 @@
+import FerryCore
+import FerryDaemon
+import FerryProtocol
+import FerryStore
+import FerryTestSupport
+import Foundation
+import Testing
+
+/// When a running task's progress reaches the store: a download's resume point with its
+/// answer, then every `progressPersistInterval` counted from those bytes, not from the start of
+/// an attempt that waited for its answer (that cost every such task a write of its own just
+/// before the one that completed it).
+@Suite("Saving progress: a download's resume point at once, bytes on the interval from the first")
+struct ProgressSavingTests {
+    @Test("a download's answer stores its validator at once, long before the interval")
+    func resumePointAtOnce() async throws {
+        let ferryd = try await InProcessDaemon { $0.progressPersistInterval = 60 }
+        let server = try await TestHTTPServer.start()
+        let client = try await ferryd.client()
+        try await client.request(.attach("s"))
+        // ~4 s of body: the resume point must be stored while it flows, not with the completion.
+        let task = try await client.submit(.download("s", server.baseURL + "/bytes/400000?seed=4&drip=100000"))
+        try await poll(until: "the download's validator is stored while it runs", timeout: .seconds(3)) {
+            try await ferryd.task("s", task.taskIdentifier).resumeValidator != nil
+        }
+        let running = try await ferryd.task("s", task.taskIdentifier)
+        #expect(running.state == .running)
+        #expect(running.resumeValidator == "\"400000-4-0\"")
+        #expect(running.bytesExpectedToReceive == 400_000)
+        _ = try await client.events(untilFinished: [task.taskIdentifier])
+        try await server.shutdown()
+        await ferryd.shutdown()
+    }
+
+    @Test("a data task whose answer took longer than the interval is not saved on its first bytes")
+    func noWriteOnFirstBytes() async throws {
+        let ferryd = try await InProcessDaemon { $0.progressPersistInterval = 1 }
+        let server = try await TestHTTPServer.start()
+        let client = try await ferryd.client()
+        try await client.request(.attach("s"))
+        // The head at once, then 1.5 s before the first byte (past the interval since the
+        // attempt started), then 100 KB over about a second.
+        let task = try await client.submit(TaskSubmission(
+            sessionIdentifier: "s", kind: .data,
+            request: TaskRequest(url: URL(string: server.baseURL + "/bytes/100000?stallAfter=0&stallSeconds=1.5&drip=100000")!)))
+        _ = try await client.pushes(timeout: 20) { message in
+            if case .progress(let progress) = message { return progress.bytesReceived > 0 }
+            return false
+        }
+        // Live progress went out; the store keeps the attempt's start until a second of bytes
+        // has passed (the old rule wrote here, within a few milliseconds).
+        try await Task.sleep(for: .milliseconds(300))
+        let record = try await ferryd.task("s", task.taskIdentifier)
+        #expect(record.state == .running)
+        #expect(record.bytesReceived == 0)
+        let events = try await client.events(untilFinished: [task.taskIdentifier])
+        #expect(events.contains { $0.kind.name == "completed" })
+        #expect(try await ferryd.task("s", task.taskIdentifier).bytesReceived == 100_000)
+        try await server.shutdown()
+        await ferryd.shutdown()
+    }
+}
