@@ -86,6 +86,8 @@ extension Daemon {
     /// within the global and per-host limits, highest priority first, and records why the
     /// others wait.
     func runDueTasks() async -> Held {
+        schedulingPass = true
+        defer { schedulingPass = false }
         let now = clock.now
         var held: [TaskKey: WaitingReason] = [:]
         var sessions = SessionLookup()
@@ -183,7 +185,10 @@ extension Daemon {
         logger[metadataKey: "task"] = "\(key.task)"
         defer {
             running[key] = nil
-            wakeup.signal()
+            // The freed slot matters to tasks a limit held in the last pass, or to a pass under
+            // way; else nothing waits for it (a thousand transfers ending together woke the
+            // scheduler for a thousand passes that found nothing).
+            if !blocked.isEmpty || schedulingPass { wakeup.signal() }
         }
         let deadline = queued.createdAt.addingTimeInterval(queued.timeoutIntervalForResource ?? TaskSubmission.defaultResourceTimeout)
         do {

@@ -39,6 +39,8 @@ public actor Daemon {
     var running: [TaskKey: RunningTask] = [:]
     /// Why runnable tasks were left waiting in the last scheduling pass (limits).
     var blocked: [TaskKey: WaitingReason] = [:]
+    /// A scheduling pass is under way (it may be deciding on a task a limit holds).
+    var schedulingPass = false
     let wakeup = Wakeup()
     /// The network and power as the monitor last read them (NetworkMonitorService).
     var network = NetworkConditions()

@@ -31,6 +31,11 @@ public struct MessageCoder: Sendable {
 
     /// The JSON payload of one message: keys sorted, dates as seconds since 1970, bytes as base64.
     public func encode(_ message: some Encodable) throws(FerryProtocolError) -> ByteBuffer {
+        try encodeWithEncoder(message)
+    }
+
+    /// `encode(_:)` through `JSONEncoder`, for the messages not written by hand.
+    func encodeWithEncoder(_ message: some Encodable) throws(FerryProtocolError) -> ByteBuffer {
         do {
             return ByteBuffer(bytes: try Self.encoder.encode(message))
         } catch {
