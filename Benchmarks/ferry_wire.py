@@ -28,14 +28,16 @@ def receive(s):
     return json.loads(read_exactly(s, n))
 
 
-def stamped_messages(s, wanted, count, timeout):
-    """Yields (arrival time, message) for the first `count` messages `wanted` accepts, each
-    stamped with the time.time() its last bytes were read from the socket; stops at `timeout`
-    seconds. Reads in large chunks and decodes after stamping, so this client's own decoding
-    does not count."""
+def stamped_messages(s, wanted_frame, count, timeout):
+    """The first `count` messages whose frame `wanted_frame` (a test on the payload's bytes)
+    accepts, as (arrival time, message): each stamped with the time.time() its last bytes were
+    read from the socket; stops at `timeout` seconds. While reading it only splits frames;
+    the JSON is decoded after the last read, so this client's decoding never delays the
+    stamping of what arrives next (decoding as it read added up to several ms at the tail
+    of 5,000 messages on two cores)."""
     import select
     deadline = time.monotonic() + timeout
-    buffer, found = b"", 0
+    buffer, frames, found = b"", [], 0
     s.setblocking(False)
     try:
         while found < count and time.monotonic() < deadline:
@@ -47,7 +49,7 @@ def stamped_messages(s, wanted, count, timeout):
             except BlockingIOError:
                 continue
             if not chunk:
-                return
+                break
             arrived = time.time()
             buffer += chunk
             at = 0
@@ -55,14 +57,15 @@ def stamped_messages(s, wanted, count, timeout):
                 (n,) = struct.unpack(">I", buffer[at:at + 4])
                 if len(buffer) - at < 4 + n:
                     break
-                message = json.loads(buffer[at + 4:at + 4 + n])
+                frame = buffer[at + 4:at + 4 + n]
                 at += 4 + n
-                if wanted(message):
+                if wanted_frame(frame):
                     found += 1
-                    yield arrived, message
+                    frames.append((arrived, frame))
             buffer = buffer[at:]
     finally:
         s.setblocking(True)
+    return [(arrived, json.loads(frame)) for arrived, frame in frames[:count]]
 
 
 def connect(sock_path, client_name="ferry-bench"):
