@@ -73,21 +73,23 @@ struct AuthenticationTests {
     func serverAgreesWithCurl() async throws {
         try await withServer { server in
             let url = server.url("/digest-auth/auth/dee/pw").absoluteString
-            let right = try curl(["--digest", "-u", "dee:pw", url])
-            let wrong = try curl(["--digest", "-u", "dee:nope", url])
+            let right = try await curl(["--digest", "-u", "dee:pw", url])
+            let wrong = try await curl(["--digest", "-u", "dee:nope", url])
             #expect(right == "200" && wrong == "401")
         }
     }
 
-    private func curl(_ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        process.arguments = ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10"] + arguments
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        process.waitUntilExit()
-        return String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    /// curl's status code for `arguments`. Awaited, not waited for on a thread: the test server
+    /// answers on Swift's two pool threads, and a blocked one beside another test's left it
+    /// none (curl then timed out, "000").
+    private func curl(_ arguments: [String]) async throws -> String {
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("curl-\(UUID().uuidString).out")
+        defer { try? FileManager.default.removeItem(at: log) }
+        let child = try SpawnedProcess.start(
+            "/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10"] + arguments, log: log)
+        defer { child.kill() }
+        _ = try await child.exit(within: .seconds(15))
+        return child.output
     }
 }
 
