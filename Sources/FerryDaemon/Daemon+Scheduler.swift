@@ -183,12 +183,16 @@ extension Daemon {
         var logger = self.logger
         logger[metadataKey: "session"] = "\(key.session)"
         logger[metadataKey: "task"] = "\(key.task)"
+        // Set once the task completed: it is not the scheduler's any more.
+        var completed = false
         defer {
             running[key] = nil
-            // The freed slot matters to tasks a limit held in the last pass, or to a pass under
-            // way; else nothing waits for it (a thousand transfers ending together woke the
-            // scheduler for a thousand passes that found nothing).
-            if !blocked.isEmpty || schedulingPass { wakeup.signal() }
+            // A task that waits again (a retry, an interruption) may change when the scheduler
+            // must look next. A completed one only frees its slot, which matters to tasks a limit
+            // held in the last pass, or to a pass under way; else nothing waits for it (a
+            // thousand transfers ending together woke the scheduler for a thousand passes that
+            // found nothing).
+            if !completed || !blocked.isEmpty || schedulingPass { wakeup.signal() }
         }
         let deadline = queued.createdAt.addingTimeInterval(queued.timeoutIntervalForResource ?? TaskSubmission.defaultResourceTimeout)
         do {
@@ -231,6 +235,7 @@ extension Daemon {
             case .success(let result):
                 running[key]?.completing = true
                 try await complete(record, result: result, destination: transfer.destination, logger: logger)
+                completed = true
             case .failure(let error):
                 try await attemptFailed(record, error: error, snapshot: snapshot, retry: retry, logger: logger)
             }
