@@ -7,9 +7,9 @@ public enum TestImages {
     /// block, so the image gets a minimal one first, then `-orient` sets the tag.
     ///
     /// ```swift
-    /// try TestImages.orientedJPEG(at: cow, width: 640, height: 480, orientation: 6)  // shown rotated 90°
+    /// try await TestImages.orientedJPEG(at: cow, width: 640, height: 480, orientation: 6)  // shown rotated 90°
     /// ```
-    public static func orientedJPEG(at url: URL, width: Int, height: Int, orientation: Int) throws {
+    public static func orientedJPEG(at url: URL, width: Int, height: Int, orientation: Int) async throws {
         let names = ["", "TopLeft", "TopRight", "BottomRight", "BottomLeft", "LeftTop", "RightTop", "RightBottom", "LeftBottom"]
         precondition((1...8).contains(orientation), "EXIF orientations are 1–8")
         // ImageMagick tells the profile's kind by its file name: it must be `exif.app1`.
@@ -19,25 +19,35 @@ public enum TestImages {
         let profile = scratch.appendingPathComponent("exif.app1")
         try exifWithOrientationOne.write(to: profile)
         let plain = scratch.appendingPathComponent("plain.jpg")
-        try convert(["-size", "\(width)x\(height)", "gradient:sienna-khaki", "-profile", profile.path, plain.path])
-        try convert([plain.path, "-orient", names[orientation], url.path])
+        try await convert(["-size", "\(width)x\(height)", "gradient:sienna-khaki", "-profile", profile.path, plain.path])
+        try await convert([plain.path, "-orient", names[orientation], url.path])
     }
 
     /// Runs `convert` with `arguments` (relative names from `directory`); throws with its
     /// message when it fails. Its errors go through a file, not a pipe: a pipe's write end can
     /// leak into a process another test starts at the same moment (a server that lives on),
-    /// and reading to the pipe's end would then wait forever.
-    public static func convert(_ arguments: [String], in directory: URL? = nil) throws {
+    /// and reading to the pipe's end would then wait forever. Awaited, not waited for: a
+    /// blocked thread is one of Swift's two pool threads, which the test servers answer on.
+    public static func convert(_ arguments: [String], in directory: URL? = nil) async throws {
         let errors = FileManager.default.temporaryDirectory.appendingPathComponent("convert-\(UUID().uuidString).err")
         _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
         defer { try? FileManager.default.removeItem(at: errors) }
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["convert"] + arguments
+        // Not through `env`: a program that execs another keeps Foundation's one monitoring
+        // thread waiting for it (see SpawnedProcess).
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/convert")
+        process.arguments = arguments
         if let directory { process.currentDirectoryURL = directory }
         process.standardError = try FileHandle(forWritingTo: errors)
-        try process.run()
-        process.waitUntilExit()
+        try await withCheckedThrowingContinuation { (finished: CheckedContinuation<Void, any Error>) in
+            process.terminationHandler = { _ in finished.resume() }
+            do {
+                try process.run()
+            } catch {
+                process.terminationHandler = nil
+                finished.resume(throwing: error)
+            }
+        }
         guard process.terminationStatus == 0 else {
             let message = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
             throw TestImageError(description: "convert \(arguments.joined(separator: " ")): \(message)")

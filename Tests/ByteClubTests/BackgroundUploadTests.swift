@@ -13,7 +13,7 @@ struct BackgroundUploadTests {
         try await ClubFixture.with { club in
             try await Self.installApp(club)
             for name in ["one.jpg", "two.jpg"] {
-                try TestImages.convert(["-size", "200x150", "gradient:red-blue", club.file(name).path])
+                try await TestImages.convert(["-size", "200x150", "gradient:red-blue", club.file(name).path])
             }
             // A name already taken: the service stores the second one as `one (1).jpg`.
             let me = ByteClub(account: ByteClubAccount(server: club.server, accessToken: ClubFixture.token))
@@ -47,7 +47,7 @@ struct BackgroundUploadTests {
     func serverDownThenBack() async throws {
         try await ClubFixture.with(stablePort: true) { club in
             try await Self.installApp(club)
-            try TestImages.convert(["-size", "200x150", "gradient:green-white", club.file("late.jpg").path])
+            try await TestImages.convert(["-size", "200x150", "gradient:green-white", club.file("late.jpg").path])
             let port = club.server.port!
             club.serverProcess.kill()
             let handed = try await club.run(["photos", "upload", "--background", "late.jpg"])

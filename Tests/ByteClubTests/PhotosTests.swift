@@ -11,7 +11,7 @@ struct PhotosTests {
     func listWithThumbnails() async throws {
         try await ClubFixture.with { club in
             for (index, name) in ["alps.jpg", "beach.jpg", "city.jpg"].enumerated() {
-                try TestImages.convert(["-size", "\(320 + index * 10)x240", "gradient:navy-gold", club.file(name).path])
+                try await TestImages.convert(["-size", "\(320 + index * 10)x240", "gradient:navy-gold", club.file(name).path])
             }
             let upload = try await club.run(["photos", "upload", "alps.jpg", "beach.jpg", "city.jpg"])
             #expect(upload.status == 0, "\(upload.output)")
@@ -39,7 +39,7 @@ struct PhotosTests {
             let alice = try await club.addMember("alice")
             let bob = try await club.addMember("bob")
             let photo = club.file("harbour.jpg", member: "alice")
-            try TestImages.convert(["-size", "5200x3900", "xc:gray", "+noise", "Random", "-quality", "100", photo.path])
+            try await TestImages.convert(["-size", "5200x3900", "xc:gray", "+noise", "Random", "-quality", "100", photo.path])
             let size = try FileManager.default.attributesOfItem(atPath: photo.path)[.size] as? Int ?? 0
             #expect(size > 20_000_000, "a 20 MB photo (\(size) bytes)")
             let upload = try await club.run(["photos", "upload", "harbour.jpg"], member: "alice", environment: ["BYTECLUB_ACCESS_TOKEN": alice])
@@ -58,8 +58,8 @@ struct PhotosTests {
     @Test("thumbnails are drawn inline with the kitty protocol or sixel, and --sheet writes a contact sheet with libvips")
     func inlineAndSheet() async throws {
         try await ClubFixture.with { club in
-            try TestImages.convert(["-size", "400x300", "gradient:white-navy", club.file("sky.jpg").path])
-            try TestImages.convert(["-size", "300x400", "gradient:green-yellow", club.file("tree.jpg").path])
+            try await TestImages.convert(["-size", "400x300", "gradient:white-navy", club.file("sky.jpg").path])
+            try await TestImages.convert(["-size", "300x400", "gradient:green-yellow", club.file("tree.jpg").path])
             #expect(try await club.run(["photos", "upload", "sky.jpg", "tree.jpg"]).status == 0)
 
             let kitty = try await club.run(["photos", "--images", "kitty"])

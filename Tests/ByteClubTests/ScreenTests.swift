@@ -27,7 +27,7 @@ struct ScreenTests {
             let me = ByteClub(account: ByteClubAccount(server: club.server, accessToken: ClubFixture.token))
             _ = try await me.saveNote(named: "agenda.txt", text: "1. snacks\n2. demos")
             _ = try await me.saveNote(named: "budget.txt", text: "zero")
-            try TestImages.convert(["-size", "64x48", "gradient:red-white", club.file("logo.jpg").path])
+            try await TestImages.convert(["-size", "64x48", "gradient:red-white", club.file("logo.jpg").path])
             _ = try await me.uploadPhoto(club.file("logo.jpg"))
 
             let tmux = try Self.start(club)
@@ -82,7 +82,7 @@ struct ScreenTests {
             let huge = club.file("huge.jpg")
             _ = FileManager.default.createFile(atPath: huge.path, contents: nil)
             try FileHandle(forWritingTo: huge).truncate(atOffset: 4 << 30)
-            try TestImages.convert(["-size", "64x48", "gradient:blue-white", club.file("small.jpg").path])
+            try await TestImages.convert(["-size", "64x48", "gradient:blue-white", club.file("small.jpg").path])
             let tmux = try Self.start(club)
             defer { tmux.kill() }
             _ = try await tmux.waitForScreen(containing: "No notes yet")
@@ -128,7 +128,7 @@ struct ScreenTests {
     func thumbnailsInView() async throws {
         try await ClubFixture.with { club in
             let me = ByteClub(account: ByteClubAccount(server: club.server, accessToken: ClubFixture.token))
-            try TestImages.convert(["-size", "120x90", "gradient:orange-purple", club.file("seed.jpg").path])
+            try await TestImages.convert(["-size", "120x90", "gradient:orange-purple", club.file("seed.jpg").path])
             for index in 1...30 { _ = try await me.uploadPhoto(club.file("seed.jpg"), as: String(format: "shot%02d.jpg", index)) }
             let tmux = try Self.start(club, width: 80, height: 14)  // 9 rows in view
             defer { tmux.kill() }

@@ -24,7 +24,7 @@ struct ShareAppsTests {
 
         // 640×480 pixels stored, shown rotated: EXIF orientation 6 (RightTop).
         let image = world.scratch.appendingPathComponent("cow.jpg")
-        try TestImages.orientedJPEG(at: image, width: 640, height: 480, orientation: 6)
+        try await TestImages.orientedJPEG(at: image, width: 640, height: 480, orientation: 6)
 
         let shared = try await world.ferry(["share", image.path, "--text", "Highland Cow", "--to", "org.ferry.sharealike.share", "--post", "--json"])
         #expect(shared.status == 0, "ferry share: \(shared.errorOutput)")

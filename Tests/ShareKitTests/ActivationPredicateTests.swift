@@ -70,12 +70,12 @@ struct ActivationPredicateTests {
     ]
 
     @Test("Apple's examples × contents made of real files", arguments: rules)
-    func matrix(_ name: String, _ text: String, _ expected: [String?]) throws {
+    func matrix(_ name: String, _ text: String, _ expected: [String?]) async throws {
         let scratch = try Scratch()
         defer { scratch.remove() }
         let rule = try ActivationRule.parse(.string(text))
         #expect(rule.predicate != nil)
-        for ((contentName, content), reason) in zip(try MatrixContents(in: scratch).all, expected) {
+        for ((contentName, content), reason) in zip(try await MatrixContents(in: scratch).all, expected) {
             #expect(rule.evaluate(content).reason == reason, "rule \(name) × \(contentName)")
             #expect(rule.accepts(content) == (reason == nil), "rule \(name) × \(contentName)")
         }

@@ -7,9 +7,9 @@ import Testing
 struct MatrixContents {
     let textOnly, oneImage, twoImages, movie, url, imageAndText, imageAndMovie: ShareContent
 
-    init(in scratch: Scratch) throws {
-        let jpeg = try TypeIdentifier.detect(fileAt: scratch.convert("-size", "40x30", "xc:red", "cow.jpg"))
-        let png = try TypeIdentifier.detect(fileAt: scratch.convert("-size", "30x40", "xc:blue", "sky.png"))
+    init(in scratch: Scratch) async throws {
+        let jpeg = try await TypeIdentifier.detect(fileAt: scratch.convert("-size", "40x30", "xc:red", "cow.jpg"))
+        let png = try await TypeIdentifier.detect(fileAt: scratch.convert("-size", "30x40", "xc:blue", "sky.png"))
         let mp4 = try TypeIdentifier.detect(fileAt: scratch.write(Samples.isoMedia(brand: "mp42"), to: "clip.mp4"))
         try #require([jpeg, png, mp4] == [.jpeg, .png, .mpeg4Movie])
         textOnly = ShareContent(hasText: true)
@@ -62,11 +62,11 @@ struct ActivationRuleTests {
     ]
 
     @Test("Rules × contents", arguments: rules)
-    func matrix(_ name: String, _ json: JSONValue, _ expected: [String?]) throws {
+    func matrix(_ name: String, _ json: JSONValue, _ expected: [String?]) async throws {
         let scratch = try Scratch()
         defer { scratch.remove() }
         let rule = try ActivationRule.parse(json)
-        for ((contentName, content), reason) in zip(try MatrixContents(in: scratch).all, expected) {
+        for ((contentName, content), reason) in zip(try await MatrixContents(in: scratch).all, expected) {
             let verdict = rule.evaluate(content)
             #expect(verdict.reason == reason, "rule \(name) × \(contentName)")
             #expect(rule.accepts(content) == (reason == nil), "rule \(name) × \(contentName)")

@@ -5,11 +5,11 @@ import Testing
 @Suite("Content detection: libmagic decides, the name refines")
 struct ContentDetectionTests {
     @Test("Images written by ImageMagick")
-    func images() throws {
+    func images() async throws {
         let scratch = try Scratch()
         defer { scratch.remove() }
         for (name, type) in [("a.jpg", TypeIdentifier.jpeg), ("a.png", .png), ("a.gif", .gif), ("a.webp", .webP), ("a.tiff", .tiff)] {
-            let url = try scratch.convert("-size", "40x30", "xc:red", name)
+            let url = try await scratch.convert("-size", "40x30", "xc:red", name)
             #expect(try TypeIdentifier.detect(fileAt: url) == type, "\(name)")
         }
     }
@@ -35,7 +35,7 @@ struct ContentDetectionTests {
     }
 
     @Test("The name refines within what the bytes say")
-    func refinement() throws {
+    func refinement() async throws {
         let scratch = try Scratch()
         defer { scratch.remove() }
         // libmagic calls this text/plain (it is not valid JSON); the name says which text.
@@ -44,7 +44,7 @@ struct ContentDetectionTests {
         let csv = try scratch.write("a\n", to: "one.csv")
         #expect(try TypeIdentifier.detect(fileAt: csv) == .commaSeparatedText)
         // Content wins over the name.
-        try scratch.convert("-size", "8x8", "xc:blue", "real.png")
+        try await scratch.convert("-size", "8x8", "xc:blue", "real.png")
         try FileManager.default.moveItem(at: scratch.url("real.png"), to: scratch.url("photo.jpg"))
         #expect(try TypeIdentifier.detect(fileAt: scratch.url("photo.jpg")) == .png)
         let text = try scratch.write("not a picture\n", to: "fake.jpg")
@@ -67,10 +67,10 @@ struct ContentDetectionTests {
     }
 
     @Test("Bytes in memory, with and without a name")
-    func data() throws {
+    func data() async throws {
         let scratch = try Scratch()
         defer { scratch.remove() }
-        let png = try Data(contentsOf: scratch.convert("-size", "8x8", "xc:blue", "x.png"))
+        let png = try await Data(contentsOf: scratch.convert("-size", "8x8", "xc:blue", "x.png"))
         #expect(try TypeIdentifier.detect(data: png) == .png)
         #expect(try TypeIdentifier.detect(data: png, filename: "x.jpg") == .png)
         #expect(try TypeIdentifier.detect(data: Data(#"{"a": [1, 2]}"#.utf8)) == .json)
@@ -90,11 +90,11 @@ struct ContentDetectionTests {
     }
 
     @Test("A directory is public.folder; symbolic links are followed")
-    func directoryAndLink() throws {
+    func directoryAndLink() async throws {
         let scratch = try Scratch()
         defer { scratch.remove() }
-        #expect(try TypeIdentifier.detect(fileAt: scratch.root) == .folder)
-        let target = try scratch.convert("-size", "8x8", "xc:blue", "x.gif")
+        #expect(try await TypeIdentifier.detect(fileAt: scratch.root) == .folder)
+        let target = try await scratch.convert("-size", "8x8", "xc:blue", "x.gif")
         try FileManager.default.createSymbolicLink(at: scratch.url("link"), withDestinationURL: target)
         #expect(try TypeIdentifier.detect(fileAt: scratch.url("link")) == .gif)
     }
@@ -103,7 +103,7 @@ struct ContentDetectionTests {
     func concurrent() async throws {
         let scratch = try Scratch()
         defer { scratch.remove() }
-        let png = try scratch.convert("-size", "8x8", "xc:blue", "x.png")
+        let png = try await scratch.convert("-size", "8x8", "xc:blue", "x.png")
         let text = try scratch.write("hello\n", to: "x.txt")
         let results = await withTaskGroup(of: Bool.self) { group in
             for index in 0..<64 {

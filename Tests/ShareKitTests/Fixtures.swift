@@ -28,15 +28,15 @@ struct Scratch {
     /// Runs ImageMagick's `convert` with `arguments` (file names relative to the folder) and
     /// returns the URL of the last argument, the file it wrote.
     @discardableResult
-    func convert(_ arguments: String...) throws -> URL {
-        try TestImages.convert(arguments, in: root)
+    func convert(_ arguments: String...) async throws -> URL {
+        try await TestImages.convert(arguments, in: root)
         return url(arguments.last!)
     }
 
     /// A JPEG of `width` × `height` with an EXIF orientation of `orientation` (1–8).
     @discardableResult
-    func orientedJPEG(_ name: String, width: Int, height: Int, orientation: Int) throws -> URL {
-        try TestImages.orientedJPEG(at: url(name), width: width, height: height, orientation: orientation)
+    func orientedJPEG(_ name: String, width: Int, height: Int, orientation: Int) async throws -> URL {
+        try await TestImages.orientedJPEG(at: url(name), width: width, height: height, orientation: orientation)
         return url(name)
     }
 

@@ -6,7 +6,7 @@ import Testing
 @Suite("Image details from the header")
 struct ImageDetailsTests {
     @Test("Sizes of JPEG, PNG, GIF and WebP files written by ImageMagick")
-    func sizes() throws {
+    func sizes() async throws {
         let scratch = try Scratch()
         defer { scratch.remove() }
         let cases: [(String, TypeIdentifier, String)] = [
@@ -14,7 +14,7 @@ struct ImageDetailsTests {
         ]
         for (index, (name, type, kind)) in cases.enumerated() {
             let (width, height) = (40 + index, 30 + 2 * index)
-            let details = try ImageDetails.read(fileAt: scratch.convert("-size", "\(width)x\(height)", "xc:red", name))
+            let details = try await ImageDetails.read(fileAt: scratch.convert("-size", "\(width)x\(height)", "xc:red", name))
             #expect(details.width == width, "\(name)")
             #expect(details.height == height, "\(name)")
             #expect(details.orientation == .up && details.exifOrientation == 1, "\(name)")
@@ -34,10 +34,10 @@ struct ImageDetailsTests {
 
     @Test("Real JPEGs with EXIF orientations 1–8: UIKit's numbering, and width/height as shown (swapped for 5–8)",
           arguments: orientations)
-    func orientation(_ exif: Int, _ uikit: ImageOrientation, _ rawValue: Int) throws {
+    func orientation(_ exif: Int, _ uikit: ImageOrientation, _ rawValue: Int) async throws {
         let scratch = try Scratch()
         defer { scratch.remove() }
-        let details = try ImageDetails.read(fileAt: scratch.orientedJPEG("o.jpg", width: 40, height: 30, orientation: exif))
+        let details = try await ImageDetails.read(fileAt: scratch.orientedJPEG("o.jpg", width: 40, height: 30, orientation: exif))
         #expect(details.exifOrientation == exif)
         #expect(details.orientation == uikit)
         #expect(details.orientation.rawValue == rawValue)
@@ -63,35 +63,35 @@ struct ImageDetailsTests {
     }
 
     @Test("The description gives the size as shown, then the turn, the stored size, EXIF and UIKit's name")
-    func description() throws {
+    func description() async throws {
         let scratch = try Scratch()
         defer { scratch.remove() }
-        let six = try ImageDetails.read(fileAt: scratch.orientedJPEG("six.jpg", width: 640, height: 480, orientation: 6))
+        let six = try await ImageDetails.read(fileAt: scratch.orientedJPEG("six.jpg", width: 640, height: 480, orientation: 6))
         #expect(six.description == "JPEG image, 480 × 640, shown rotated 90° (stored 640 × 480; EXIF 6, UIKit right)")
-        let three = try ImageDetails.read(fileAt: scratch.orientedJPEG("three.jpg", width: 16, height: 8, orientation: 3))
+        let three = try await ImageDetails.read(fileAt: scratch.orientedJPEG("three.jpg", width: 16, height: 8, orientation: 3))
         #expect(three.description == "JPEG image, 16 × 8, shown rotated 180° (EXIF 3, UIKit down)")
         #expect(ImageDetails(pixelWidth: 2, pixelHeight: 1, orientation: .left, typeIdentifier: .png).description
                 == "PNG image, 1 × 2, shown rotated 270° (stored 2 × 1; EXIF 8, UIKit left)")
     }
 
     @Test("Scale comes from an @Nx name, else 1")
-    func scale() throws {
+    func scale() async throws {
         let scratch = try Scratch()
         defer { scratch.remove() }
-        let two = try ImageDetails.read(fileAt: scratch.convert("-size", "20x10", "xc:red", "icon@2x.png"))
+        let two = try await ImageDetails.read(fileAt: scratch.convert("-size", "20x10", "xc:red", "icon@2x.png"))
         #expect(two.scale == 2)
         #expect(two.width == 20)
         #expect(two.description == "PNG image, 20 × 10 @2x")
-        #expect(try ImageDetails.read(fileAt: scratch.convert("-size", "20x10", "xc:red", "icon@3x.jpg")).scale == 3)
-        #expect(try ImageDetails.read(fileAt: scratch.convert("-size", "20x10", "xc:red", "me@home.png")).scale == 1)
-        #expect(try ImageDetails.read(fileAt: scratch.convert("-size", "20x10", "xc:red", "x@99x.png")).scale == 1)
+        #expect(try await ImageDetails.read(fileAt: scratch.convert("-size", "20x10", "xc:red", "icon@3x.jpg")).scale == 3)
+        #expect(try await ImageDetails.read(fileAt: scratch.convert("-size", "20x10", "xc:red", "me@home.png")).scale == 1)
+        #expect(try await ImageDetails.read(fileAt: scratch.convert("-size", "20x10", "xc:red", "x@99x.png")).scale == 1)
     }
 
     @Test("An animated GIF: one frame's size and the frame count")
-    func animation() throws {
+    func animation() async throws {
         let scratch = try Scratch()
         defer { scratch.remove() }
-        let url = try scratch.convert("-delay", "10", "-size", "20x10", "xc:red", "xc:blue", "xc:green", "anim.gif")
+        let url = try await scratch.convert("-delay", "10", "-size", "20x10", "xc:red", "xc:blue", "xc:green", "anim.gif")
         let details = try ImageDetails.read(fileAt: url)
         #expect(details.width == 20 && details.height == 10)
         #expect(details.pageCount == 3)
@@ -141,11 +141,11 @@ struct ImageDetailsTests {
     }
 
     @Test("The hand-made JPEG is a real one: ImageMagick decodes it")
-    func handMadeJPEGDecodes() throws {
+    func handMadeJPEGDecodes() async throws {
         let scratch = try Scratch()
         defer { scratch.remove() }
         try scratch.write(Samples.flatJPEG(width: 64, height: 48), to: "flat.jpg")
-        let png = try scratch.convert("flat.jpg", "flat.png")
+        let png = try await scratch.convert("flat.jpg", "flat.png")
         let details = try ImageDetails.read(fileAt: png)
         #expect(details.width == 64 && details.height == 48)
         #expect(details.typeIdentifier == .png)
