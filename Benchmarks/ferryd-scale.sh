@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ferryd at scale (issue 16): HELD tasks enqueued, held, restarted with and paged through
-# (rate, RSS, restart time), and BURST tasks completing together (event latency from ferryd's
+# (rate, RSS, restart time), and BURSTS rounds (3) of BURST tasks completing together (event latency from ferryd's
 # store to the client). Release build; the client is Benchmarks/ferryd_scale.py.
 #
 # Usage: Benchmarks/ferryd-scale.sh                     (100,000 held, 1,000 in the burst)
