@@ -110,11 +110,6 @@ extension EventRecord {
                 sequence: record.sequence, taskIdentifier: record.taskIdentifier, kindJSON: record.payload,
                 storedAt: record.createdAt, committedAt: committedAt)
         }
-        do {
-            return try MessageCoder().encodeEvents(events, sessionIdentifier: session)
-        } catch {
-            logger.error("cannot encode events; skipped", metadata: ["session": "\(session)", "error": "\(error)"])
-            return []
-        }
+        return MessageCoder().encodeEvents(events, sessionIdentifier: session)
     }
 }

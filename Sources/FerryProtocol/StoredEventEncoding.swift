@@ -27,12 +27,12 @@ extension MessageCoder {
     /// (its keys are not sorted).
     ///
     /// ```swift
-    /// let payloads = try MessageCoder().encodeEvents(
+    /// let payloads = MessageCoder().encodeEvents(
     ///     [StoredEvent(sequence: 12, taskIdentifier: 3, kindJSON: #"{"type":"completed"}"#)], sessionIdentifier: "com.example.bg")
     /// ```
-    public func encodeEvents(_ events: [StoredEvent], sessionIdentifier: String) throws(FerryProtocolError) -> [ByteBuffer] {
-        // The session's name as a JSON string once (the coder's own escaping), for every event.
-        let session = String(buffer: try encode(sessionIdentifier))
+    public func encodeEvents(_ events: [StoredEvent], sessionIdentifier: String) -> [ByteBuffer] {
+        // The session's name as a JSON string once (the encoder's escaping), for every event.
+        let session = Self.quoted(sessionIdentifier)
         return events.map { event in
             var text = #"{"type":"event","sequence":"#
             text.reserveCapacity(event.kindJSON.utf8.count + session.utf8.count + 160)

@@ -28,7 +28,7 @@ struct StoredEventEncodingTests {
                     for (stored, committed) in Self.times {
                         let whole = Event(sequence: 42, sessionIdentifier: session, taskIdentifier: task, kind: kind, storedAt: stored, committedAt: committed)
                         let kindJSON = String(buffer: try coder.encode(kind))
-                        let spliced = try #require(try coder.encodeEvents(
+                        let spliced = try #require(coder.encodeEvents(
                             [StoredEvent(sequence: 42, taskIdentifier: task, kindJSON: kindJSON, storedAt: stored, committedAt: committed)],
                             sessionIdentifier: session).first)
                         let decoded = try coder.decode(DaemonMessage.self, from: spliced)
