@@ -26,8 +26,8 @@ public enum TestImages {
     /// Runs `convert` with `arguments` (relative names from `directory`); throws with its
     /// message when it fails. Its errors go through a file, not a pipe: a pipe's write end can
     /// leak into a process another test starts at the same moment (a server that lives on),
-    /// and reading to the pipe's end would then wait forever. Awaited, not waited for: a
-    /// blocked thread is one of Swift's two pool threads, which the test servers answer on.
+    /// and reading to the pipe's end would then wait forever. Awaited (`runToExit`), not
+    /// waited for on a thread.
     public static func convert(_ arguments: [String], in directory: URL? = nil) async throws {
         let errors = FileManager.default.temporaryDirectory.appendingPathComponent("convert-\(UUID().uuidString).err")
         _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
@@ -39,16 +39,7 @@ public enum TestImages {
         process.arguments = arguments
         if let directory { process.currentDirectoryURL = directory }
         process.standardError = try FileHandle(forWritingTo: errors)
-        try await withCheckedThrowingContinuation { (finished: CheckedContinuation<Void, any Error>) in
-            process.terminationHandler = { _ in finished.resume() }
-            do {
-                try process.run()
-            } catch {
-                process.terminationHandler = nil
-                finished.resume(throwing: error)
-            }
-        }
-        guard process.terminationStatus == 0 else {
+        guard try await process.runToExit() == 0 else {
             let message = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
             throw TestImageError(description: "convert \(arguments.joined(separator: " ")): \(message)")
         }

@@ -57,10 +57,7 @@ func curl(_ args: [String]) async throws -> CurlResult {
     process.arguments = ["-s", "-S", "--max-time", "30", "-D", headURL.path, "-o", bodyURL.path] + args
     process.standardError = errHandle
     process.standardOutput = FileHandle.nullDevice
-    let status: Int32 = try await withCheckedThrowingContinuation { cont in
-        process.terminationHandler = { p in cont.resume(returning: p.terminationStatus) }
-        do { try process.run() } catch { cont.resume(throwing: error) }
-    }
+    let status = try await process.runToExit()
     try? errHandle.close()
     return CurlResult(
         exitCode: status,
