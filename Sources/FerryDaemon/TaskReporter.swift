@@ -107,15 +107,9 @@ final class TaskReporter: TransferObserver {
             change(&state.snapshot)
             let live = state.lastLive.map { now - $0 >= liveInterval } ?? true
             if live { state.lastLive = now }
-            let persist: Bool
-            if let last = state.lastPersist {
-                persist = force || now - last >= persistInterval
-            } else {
-                // A download's first report carries its resume point (the validator): saved at once.
-                persist = force || state.snapshot.validator != nil
-                state.lastPersist = now
-            }
-            if persist { state.lastPersist = now }
+            // A download's first report carries its resume point (the validator): saved at once.
+            let persist = force || state.lastPersist.map { now - $0 >= persistInterval } ?? (state.snapshot.validator != nil)
+            if persist || state.lastPersist == nil { state.lastPersist = now }
             return (live, persist, state.snapshot)
         }
         guard live || persist else { return }
