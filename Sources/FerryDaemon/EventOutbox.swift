@@ -60,7 +60,9 @@ final class EventOutbox: Sendable {
     /// the store's writer queue: it only hands work to event loops.
     func committed(_ committed: CommittedEvents) -> [String] {
         var wake: [String] = []
-        var sends: [(session: String, connection: ClientConnection, events: [OutgoingEvent])] = []
+        // `bytes`: the events' payload bytes, kept as they are added (summed again per event, a
+        // commit with hundreds of one session's events added up hundreds of times).
+        var sends: [(session: String, connection: ClientConnection, events: [OutgoingEvent], bytes: Int)] = []
         // The sends are queued on their loops before the lock is let go: a drop (the actor's,
         // before it queues an `invalidated` or `attached` reply) then comes before or after
         // both the decision and the queueing, never between them.
@@ -75,14 +77,15 @@ final class EventOutbox: Sendable {
                 if let live = entry.live {
                     guard record.sequence > live.sent else { continue }
                     let index = sends.firstIndex { $0.session == session }
-                    let queued = index.map { sends[$0].events.reduce(0) { $0 + $1.record.payload.utf8.count } } ?? 0
+                    let queued = index.map { sends[$0].bytes } ?? 0
                     if live.connection.pendingOutboundBytes + queued + size <= liveBacklogLimit {
                         entry.live?.sent = record.sequence
                         state.entries[session] = entry
                         if let index {
                             sends[index].events.append((record, committed.committedAt))
+                            sends[index].bytes += size
                         } else {
-                            sends.append((session, live.connection, [(record, committed.committedAt)]))
+                            sends.append((session, live.connection, [(record, committed.committedAt)], size))
                         }
                         continue
                     }
