@@ -137,6 +137,7 @@ let package = Package(
             dependencies: [
                 "FerryProtocol",
                 "FerryApps",
+                "FerrySystem",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -159,6 +160,7 @@ let package = Package(
         .target(
             name: "FerryTestSupport",
             dependencies: [
+                "FerrySystem",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

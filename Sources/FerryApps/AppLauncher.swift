@@ -1,3 +1,4 @@
+import FerrySystem
 import Foundation
 public import Logging
 #if canImport(Glibc)

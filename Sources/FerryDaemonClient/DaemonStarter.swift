@@ -1,4 +1,5 @@
 import FerryApps
+import FerrySystem
 import Foundation
 import Glibc
 import Logging

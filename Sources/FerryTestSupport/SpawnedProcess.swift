@@ -1,3 +1,4 @@
+import FerrySystem
 public import Foundation
 
 #if canImport(Glibc)
@@ -53,6 +54,9 @@ public final class SpawnedProcess: Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, log?.path ?? "/dev/null", O_WRONLY | O_CREAT | (appending ? O_APPEND : O_TRUNC), 0o600)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // The test's own sockets (SwiftNIO's are not close-on-exec) must not live on in the
+        // child: a ferryd started by one test held another test's connection open for seconds.
+        SpawnActions.closeOthers(&actions)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }

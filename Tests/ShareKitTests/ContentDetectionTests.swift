@@ -93,7 +93,7 @@ struct ContentDetectionTests {
     func directoryAndLink() async throws {
         let scratch = try Scratch()
         defer { scratch.remove() }
-        #expect(try await TypeIdentifier.detect(fileAt: scratch.root) == .folder)
+        #expect(try TypeIdentifier.detect(fileAt: scratch.root) == .folder)
         let target = try await scratch.convert("-size", "8x8", "xc:blue", "x.gif")
         try FileManager.default.createSymbolicLink(at: scratch.url("link"), withDestinationURL: target)
         #expect(try TypeIdentifier.detect(fileAt: scratch.url("link")) == .gif)

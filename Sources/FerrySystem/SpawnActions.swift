@@ -4,9 +4,10 @@ public import Glibc
 public import Musl
 #endif
 
-/// glibc's `posix_spawn` file actions that Swift cannot see, looked up at run time. Shared by
-/// the two places that start long-lived programs: ferryd launching an app (`AppLauncher`) and
-/// a client starting ferryd (FerryDaemonClient's `DaemonStarter`).
+/// glibc's `posix_spawn` file actions that Swift cannot see, looked up at run time. Used where
+/// Ferry starts programs that may outlive the moment: ferryd launching an app (`AppLauncher`),
+/// a client starting ferryd (`DaemonStarter`), and the tests' `SpawnedProcess` (SwiftNIO's
+/// sockets are not close-on-exec, so a child would otherwise hold them open).
 ///
 /// ```swift
 /// var actions = posix_spawn_file_actions_t()
