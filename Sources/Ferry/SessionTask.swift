@@ -53,6 +53,8 @@ public class SessionTask: @unchecked Sendable {  // all mutable state is behind 
         /// For the task's metrics: when it was first resumed, and each request it made.
         var firstResumed: Date?
         var transactions: [TransactionMetrics] = []
+        /// Whether ``progress`` was asked for: until then nobody can see it, and it is not updated.
+        var progressHandedOut = false
     }
     let lock = NIOLockedValueBox(Mutable())
 
@@ -68,35 +70,69 @@ public class SessionTask: @unchecked Sendable {  // all mutable state is behind 
     /// overall.addChild(task.progress, withPendingUnitCount: 1)
     /// task.resume()
     /// ```
-    public let progress: Progress
+    public var progress: Progress {
+        let firstLook = lock.withLockedValue { m in
+            defer { m.progressHandedOut = true }
+            return !m.progressHandedOut
+        }
+        // Until someone holds it nobody can see it, so it was not kept up to date: bring it
+        // there before the caller reads it (at once when the caller is on the queue already).
+        if firstLook {
+            if DispatchQueue.getSpecific(key: Self.onProgressQueue) != nil { publishProgress() } else { Self.progressQueue.sync { publishProgress() } }
+        }
+        return unobservedProgress
+    }
+    /// ``progress`` without handing it out.
+    private let unobservedProgress: Progress
     /// Where every task's ``progress`` changes (and its parents with it).
-    public static let progressQueue = DispatchQueue(label: "ferry.progress")
+    public static let progressQueue: DispatchQueue = {
+        let queue = DispatchQueue(label: "ferry.progress")
+        queue.setSpecific(key: onProgressQueue, value: ())
+        return queue
+    }()
+    private static let onProgressQueue = DispatchSpecificKey<Void>()
 
     init(session: Session, identifier: Int, request: Request) {
         self.session = session
         self.taskIdentifier = identifier
         self.originalRequest = request
         // Discrete: not made a child of whatever Progress is current on this thread.
-        progress = Progress.discreteProgress(totalUnitCount: -1)
+        let progress = Progress.discreteProgress(totalUnitCount: -1)
         progress.kind = .file
         progress.isCancellable = true
         progress.isPausable = true
+        unobservedProgress = progress
         // Weak: the task owns its progress, not the other way round.
         progress.cancellationHandler = { [weak self] in self?.cancel() }
         progress.pausingHandler = { [weak self] in self?.suspend() }
         progress.resumingHandler = { [weak self] in self?.resume() }
     }
 
-    /// Brings ``progress`` up to the byte counters: what was sent for an upload, else received.
+    /// Asks for ``progress`` to be brought up to the byte counters (what was sent for an
+    /// upload, else received), and to its end once the task succeeded.
     func updateProgress() {
-        let (done, total) = lock.withLockedValue { m in
-            kind == .upload ? (m.countOfBytesSent, m.countOfBytesExpectedToSend) : (m.countOfBytesReceived, m.countOfBytesExpectedToReceive)
+        // A progress nobody was handed is brought up to date when it is (``progress``).
+        guard lock.withLockedValue({ $0.progressHandedOut }) else { return }
+        ProgressPublisher.shared.needsUpdate(self)
+    }
+
+    /// Brings ``progress`` up to date; on ``progressQueue`` only (``ProgressPublisher``).
+    func publishProgress() {
+        let progress = unobservedProgress
+        let (done, total, succeeded) = lock.withLockedValue { m in
+            kind == .upload
+                ? (m.countOfBytesSent, m.countOfBytesExpectedToSend, m.lifecycle.state == .completed && m.error == nil)
+                : (m.countOfBytesReceived, m.countOfBytesExpectedToReceive, m.lifecycle.state == .completed && m.error == nil)
         }
-        let unsafeProgress = progress  // touched only on progressQueue
-        Self.progressQueue.async {
-            // A total below what arrived is not one (a decoded body): leave it indeterminate.
-            if total >= done, total > 0, unsafeProgress.totalUnitCount != total { unsafeProgress.totalUnitCount = total }
-            unsafeProgress.completedUnitCount = max(unsafeProgress.completedUnitCount, done)
+        // A total below what arrived is not one (a decoded body): leave it indeterminate.
+        if total >= done, total > 0, progress.totalUnitCount != total { progress.totalUnitCount = total }
+        progress.completedUnitCount = max(progress.completedUnitCount, done)
+        if succeeded {
+            // Done: whole, even when the size was never known.
+            if progress.totalUnitCount < progress.completedUnitCount || progress.totalUnitCount <= 0 {
+                progress.totalUnitCount = max(progress.completedUnitCount, 1)
+            }
+            progress.completedUnitCount = progress.totalUnitCount
         }
     }
 
@@ -270,16 +306,7 @@ public class SessionTask: @unchecked Sendable {  // all mutable state is behind 
         if let error {
             session.logger.debug("task failed", metadata: ["task": "\(taskIdentifier)", "error": "\(error.shortDescription)"])
         }
-        if error == nil {
-            let progress = self.progress  // touched only on progressQueue
-            Self.progressQueue.async {
-                // Done: whole, even when the size was never known.
-                if progress.totalUnitCount < progress.completedUnitCount || progress.totalUnitCount <= 0 {
-                    progress.totalUnitCount = max(progress.completedUnitCount, 1)
-                }
-                progress.completedUnitCount = progress.totalUnitCount
-            }
-        }
+        if error == nil { updateProgress() }
         let metrics = lock.withLockedValue { TaskMetrics(transactions: $0.transactions, start: $0.firstResumed, end: endedAt ?? Date()) }
         session.delegateQueue.enqueue { [self] in
             await session.delegate?.session(session, task: self, didFinishCollecting: metrics)

@@ -73,8 +73,8 @@ public struct ProxySettings: Hashable, Sendable, Codable {
 
     /// The proxy a request to `url` goes through, or nil to go direct.
     public func server(for url: URL) -> Server? {
-        // Asked for every request: with no proxy for the scheme (the usual case), the host is
-        // not even looked at.
+        // Asked for every request: with no proxy (the usual case), the URL is not even looked at.
+        guard http != nil || https != nil else { return nil }
         guard let server = url.scheme?.lowercased() == "https" ? https : http, var host = url.host?.lowercased() else { return nil }
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         if bypassesLoopback && Self.isLoopback(host) { return nil }

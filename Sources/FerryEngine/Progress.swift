@@ -50,8 +50,9 @@ final class TransferProgress: Sendable {
         state.withLockedValue { $0.lastActivity = .now }
     }
 
-    var idleFor: Duration {
-        state.withLockedValue { ContinuousClock.now - $0.lastActivity }
+    /// When a byte last moved (or the transfer last did something that counts as moving).
+    var lastActivity: ContinuousClock.Instant {
+        state.withLockedValue { $0.lastActivity }
     }
 
     var totals: (sent: Int64, written: Int64) {

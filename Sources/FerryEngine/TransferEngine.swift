@@ -39,6 +39,7 @@ public final class TransferEngine: Sendable {
     let sleeper: any Sleeper
     let logger: Logger
     let resumableSupport = ResumableSupportCache()
+    let timeouts = TransferTimeouts()
     let tls = TLSState()
 
     public init(
@@ -69,6 +70,9 @@ public final class TransferEngine: Sendable {
         // A refused connection is an answer; AHC would otherwise retry it until the deadline.
         clientConfiguration.connectionPool.retryConnectionEstablishment = false
         clientConfiguration.httpVersion = configuration.allowsHTTP2 ? .automatic : .http1Only
+        // No spans: Ferry reports its own metrics (URLSessionTaskMetrics), and AHC's default
+        // tracer (a no-op unless one is bootstrapped) still parsed each request's URL again.
+        clientConfiguration.tracing.tracer = nil
         self.clientConfiguration = clientConfiguration
         self.client = HTTPClient(eventLoopGroupProvider: .shared(MultiThreadedEventLoopGroup.singleton), configuration: clientConfiguration)
         var http1 = clientConfiguration
@@ -98,6 +102,7 @@ public final class TransferEngine: Sendable {
 
     /// Closes the pool. Transfers still running fail.
     public func shutdown() async throws {
+        timeouts.stop()
         try await client.shutdown()
         try await http1Client?.shutdown()
         for proxied in proxiedClients.withLockedValue({ clients in defer { clients = [:] }; return Array(clients.values) }) {
@@ -108,6 +113,7 @@ public final class TransferEngine: Sendable {
     deinit {
         // An engine dropped without `shutdown()` still closes its pool (AHC requires it);
         // the client stays alive until that is done.
+        timeouts.stop()
         client.shutdown().whenComplete { _ in }
         http1Client?.shutdown().whenComplete { _ in }
         for proxied in proxiedClients.withLockedValue({ Array($0.values) }) { proxied.shutdown().whenComplete { _ in } }
@@ -129,47 +135,23 @@ public final class TransferEngine: Sendable {
         let progress = TransferProgress(observer: observer)
         let idle = transfer.idleTimeout ?? configuration.idleTimeout
         let deadline = transfer.resourceTimeout.map { ContinuousClock.now + .milliseconds(Int64($0 * 1000)) }
+        // The transfer runs as a task of its own, so that the engine's watch can end it alone
+        // (and say why); cancelling the caller cancels it too.
+        let work = Task { try await self.runThroughCache(transfer, observer: observer, progress: progress) }
+        let timedOut = NIOLockedValueBox<FerryError?>(nil)
+        let watch = timeouts.watch(TransferTimeouts.Watched(
+            progress: progress, idle: .milliseconds(Int64(idle * 1000)), deadline: deadline, url: url
+        ) { error in
+            timedOut.withLockedValue { $0 = error }
+            work.cancel()
+        })
+        defer { timeouts.unwatch(watch) }
         do {
-            return try await withThrowingTaskGroup(of: TransferResult?.self) { group in
-                group.addTask {
-                    try await self.runThroughCache(transfer, observer: observer, progress: progress)
-                }
-                group.addTask {
-                    try await Self.watch(progress: progress, idle: idle, deadline: deadline, url: url)
-                    return nil
-                }
-                while let next = try await group.next() {
-                    if let result = next {
-                        group.cancelAll()
-                        return result
-                    }
-                }
-                throw FerryError(.unknown, "transfer ended without a result", url: url)
-            }
+            return try await withTaskCancellationHandler { try await work.value } onCancel: { work.cancel() }
         } catch {
-            let mapped = FerryError.from(error, url: url)
+            let mapped = timedOut.withLockedValue { $0 } ?? FerryError.from(error, url: url)
             logger.debug("transfer failed", metadata: ["url": "\(url.redactedForLogs)", "error": "\(mapped.shortDescription)"])
             throw mapped
-        }
-    }
-
-    /// Fails with `timedOut` when nothing moved for `idle`, or at the resource deadline.
-    private static func watch(progress: TransferProgress, idle: TimeInterval, deadline: ContinuousClock.Instant?, url: URL) async throws {
-        let idleLimit = Duration.milliseconds(Int64(idle * 1000))
-        while true {
-            let idleFor = progress.idleFor
-            if idleFor >= idleLimit {
-                throw FerryError(.timedOut, "no data for \(Int(idle)) s (timeoutIntervalForRequest)", url: url)
-            }
-            var wait = idleLimit - idleFor
-            if let deadline {
-                let left = deadline - .now
-                if left <= .zero {
-                    throw FerryError(.timedOut, "the task took longer than timeoutIntervalForResource", url: url)
-                }
-                wait = min(wait, left)
-            }
-            try await Task.sleep(for: wait + .milliseconds(5))
         }
     }
 

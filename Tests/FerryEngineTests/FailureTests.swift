@@ -18,6 +18,28 @@ struct FailureTests {
         }
     }
 
+    @Test("transfers with different idle time-outs each end on their own: a short one started beside a long one, and a caller's cancel")
+    func idleTimeoutsSideBySide() async throws {
+        try await withServerAndEngine(configure: { $0.idleTimeout = 30 }) { server, engine in
+            let stalled = "/bytes/100000?seed=2&stallAfter=1000&stallSeconds=4"
+            let long = Task { try await engine.run(Transfer(request: Request(url: url(server, stalled)))) }
+            try await Task.sleep(for: .milliseconds(200))
+            let start = ContinuousClock.now
+            await expectFerryError(.timedOut) {
+                try await engine.run(Transfer(request: Request(url: url(server, stalled)), idleTimeout: 1))
+            }
+            let elapsed = ContinuousClock.now - start
+            #expect(elapsed >= .milliseconds(900) && elapsed < .seconds(5), "the short time-out ended after \(elapsed)")
+            long.cancel()
+            let outcome = await long.result
+            guard case .failure(let error) = outcome, let failure = error as? FerryError else {
+                Issue.record("the long transfer should end cancelled: \(outcome)")
+                return
+            }
+            #expect(failure.code == .cancelled, "\(failure)")
+        }
+    }
+
     @Test("slow headers count as idle time too")
     func slowHeaders() async throws {
         try await withServerAndEngine(configure: { $0.idleTimeout = 1 }) { server, engine in

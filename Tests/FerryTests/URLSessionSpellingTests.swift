@@ -135,6 +135,18 @@ struct URLSessionSpellingTests {
             #expect(total == 300_000 && completed == 300_000)
             #expect(parent == 1, "a child of the app's own Progress")
 
+            // A progress first asked for once its task has ended is brought up to date then,
+            // whether it is asked for on the progress queue or elsewhere.
+            for onQueue in [false, true] {
+                let late = session.downloadTask(with: server.url("/bytes/1000?seed=3"))
+                late.resume()
+                try await poll(until: "a task nobody watched to complete", timeout: .seconds(10)) { late.state == .completed }
+                let (completed, fraction) = onQueue
+                    ? SessionTask.progressQueue.sync { (late.progress.completedUnitCount, late.progress.fractionCompleted) }
+                    : (late.progress.completedUnitCount, late.progress.fractionCompleted)
+                #expect(completed == 1000 && fraction == 1, "asked for on the queue: \(onQueue)")
+            }
+
             let slow = session.downloadTask(with: server.url("/bytes/3000000?seed=6&drip=500000"))
             slow.resume()
             try await poll(until: "some bytes", timeout: .seconds(20)) { SessionTask.progressQueue.sync { slow.progress.completedUnitCount > 0 } }
