@@ -314,6 +314,11 @@ let package = Package(
             path: "Examples/ByteClub/App", swiftSettings: swiftSettings),
         // MARK: Benchmarks (run by Benchmarks/*.sh)
         .executableTarget(name: "EventLatency", dependencies: ["Ferry"], path: "Benchmarks/EventLatency", swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "HTTPClientPeer",
+            dependencies: [.product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "NIOPosix", package: "swift-nio"),
+                           .product(name: "NIOCore", package: "swift-nio")],
+            path: "Benchmarks/HTTPClientPeer", swiftSettings: swiftSettings),
         // MARK: Tests
         .testTarget(
             name: "FerryCoreTests",

@@ -5,7 +5,9 @@
 #   (c) many 16 KiB downloads over 6 connections
 #                                    curl --parallel --parallel-max 6 -K cfg
 #                                                               vs  ferry get --many LIST --connections 6
-#                                    (and, for comparison only, the same with --no-batch: through a Session)
+#                                    (and, for comparison only, the same with --no-batch: through a Session,
+#                                    and Benchmarks/HTTPClientPeer: AsyncHTTPClient alone, the Session's HTTP layer,
+#                                    writing each file in place, then moving files as the Session's are moved)
 #   (d) peak RSS of every run (/usr/bin/time -f %M)
 # Each measurement runs RUNS times (curl and ferry alternating); the table shows medians.
 # Targets: ferry ≥ 0.9 × curl on the large files, ≥ 1.0 × curl on the small ones, peak RSS < 64 MiB.
@@ -41,6 +43,8 @@ say "building ferry (release, $scratch)…"
 swift build -c release --product ferry --scratch-path "$scratch" --static-swift-stdlib >&2
 FERRY="$(swift build -c release --product ferry --scratch-path "$scratch" --static-swift-stdlib --show-bin-path)/ferry"
 [ -x "$FERRY" ] || { say "no ferry binary at $FERRY"; exit 1; }
+swift build -c release --product HTTPClientPeer --scratch-path "$scratch" --static-swift-stdlib >&2
+PEER="$(dirname "$FERRY")/HTTPClientPeer"
 
 # One work dir on disk for both clients' outputs and nginx's files.
 base=${BENCH_TMP:-/var/tmp}
@@ -142,6 +146,12 @@ for run in $(seq "$RUNS"); do
     got=$(find "$dest" -type f | wc -l)
     [ "$got" -eq "$SMALL_COUNT" ] || { say "$who wrote $got of $SMALL_COUNT small files"; exit 1; }
     if [ "$run" -eq 1 ]; then check_same "$work/www/small/f00007" "$dest/f00007"; fi
+  # The same, its files written, moved and measured as the Session's are (hidden folder, rename, chmod, stat).
+  dest="$work/out/small-peer-files-$run"
+  mkdir -p "$dest"
+  measure http-client-peer-files "$PEER" "$work/ferry-small.txt" "$dest" "$CONNECTIONS" --as-session
+  got=$(find "$dest" -type f | wc -l)
+  [ "$got" -eq "$SMALL_COUNT" ] || { say "HTTPClientPeer --as-session wrote $got of $SMALL_COUNT small files"; exit 1; }
   done
   # For comparison, not a target: the same files through a Session (ferry get --many --no-batch).
   dest="$work/out/small-session-$run"
@@ -149,6 +159,13 @@ for run in $(seq "$RUNS"); do
   measure ferry-session "$FERRY" get --many "$work/ferry-small.txt" --dir "$dest" --connections "$CONNECTIONS" --quiet --no-batch
   got=$(find "$dest" -type f | wc -l)
   [ "$got" -eq "$SMALL_COUNT" ] || { say "ferry --no-batch wrote $got of $SMALL_COUNT small files"; exit 1; }
+  # And the Session's HTTP layer alone (AsyncHTTPClient, no session): what the Session row could reach.
+  dest="$work/out/small-peer-$run"
+  mkdir -p "$dest"
+  measure http-client-peer "$PEER" "$work/ferry-small.txt" "$dest" "$CONNECTIONS"
+  got=$(find "$dest" -type f | wc -l)
+  [ "$got" -eq "$SMALL_COUNT" ] || { say "HTTPClientPeer wrote $got of $SMALL_COUNT small files"; exit 1; }
+  if [ "$run" -eq 1 ]; then check_same "$work/www/small/f00007" "$dest/f00007"; fi
 done
 
 # The table.
@@ -177,6 +194,12 @@ row "${SMALL_COUNT} × ${SMALL_KIB} KiB, ${CONNECTIONS} conns" small "$small_byt
 session_us=$(median "$work/measure/ferry-session" 1)
 printf '%-28s %12s %12s %10s %8s %14s\n' "  the same through a Session" "" "$(mib "$small_bytes" "$session_us")" \
   "$(ratio "$session_us" "$(median "$work/measure/curl-small" 1)")" "(none)" "$(awk -v k="$(maxcol "$work/measure/ferry-session" 2)" 'BEGIN{printf "%.1f", k/1024}')"
+peer_us=$(median "$work/measure/http-client-peer" 1)
+printf '%-28s %12s %12s %10s %8s %14s\n' "  AsyncHTTPClient alone" "" "$(mib "$small_bytes" "$peer_us")" \
+  "$(ratio "$peer_us" "$(median "$work/measure/curl-small" 1)")" "(none)" "$(awk -v k="$(maxcol "$work/measure/http-client-peer" 2)" 'BEGIN{printf "%.1f", k/1024}')"
+peer_files_us=$(median "$work/measure/http-client-peer-files" 1)
+printf '%-28s %12s %12s %10s %8s %14s\n' "  the same, Session's files" "" "$(mib "$small_bytes" "$peer_files_us")" \
+  "$(ratio "$peer_files_us" "$(median "$work/measure/curl-small" 1)")" "(none)" "$(awk -v k="$(maxcol "$work/measure/http-client-peer-files" 2)" 'BEGIN{printf "%.1f", k/1024}')"
 small_fu=$(median "$work/measure/ferry-small" 1)
 small_cu=$(median "$work/measure/curl-small" 1)
 printf '%-28s %12s %12s   (files/s)\n' "" \
