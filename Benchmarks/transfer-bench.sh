@@ -199,7 +199,7 @@ row() {
 row "download ${BIG_MIB} MiB" down "$big_bytes" 0.9
 session_down_us=$(median "$work/measure/ferry-session-down" 1)
 printf '%-28s %12s %12s %10s %8s %14s\n' "  the same through a Session" "" "$(mib "$big_bytes" "$session_down_us")" \
-  "$(ratio "$session_down_us" "$(median "$work/measure/curl-down" 1)")" "≥1.0" "$(awk -v k="$(maxcol "$work/measure/ferry-session-down" 2)" 'BEGIN{printf "%.1f", k/1024}')"
+  "$(ratio "$session_down_us" "$(median "$work/measure/curl-down" 1)")" "≥1.0 $(verdict "$(ratio "$session_down_us" "$(median "$work/measure/curl-down" 1)")" 1.0)" "$(awk -v k="$(maxcol "$work/measure/ferry-session-down" 2)" 'BEGIN{printf "%.1f", k/1024}')"
 row "upload ${BIG_MIB} MiB" up "$big_bytes" 0.9
 row "${SMALL_COUNT} × ${SMALL_KIB} KiB, ${CONNECTIONS} conns" small "$small_bytes" 1.0
 session_us=$(median "$work/measure/ferry-session" 1)
