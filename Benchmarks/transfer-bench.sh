@@ -154,26 +154,25 @@ for run in $(seq "$RUNS"); do
     got=$(find "$dest" -type f | wc -l)
     [ "$got" -eq "$SMALL_COUNT" ] || { say "$who wrote $got of $SMALL_COUNT small files"; exit 1; }
     if [ "$run" -eq 1 ]; then check_same "$work/www/small/f00007" "$dest/f00007"; fi
-  # The same, its files written, moved and measured as the Session's are (hidden folder, rename, chmod, stat).
-  dest="$work/out/small-peer-files-$run"
-  mkdir -p "$dest"
-  measure http-client-peer-files "$PEER" "$work/ferry-small.txt" "$dest" "$CONNECTIONS" --as-session
-  got=$(find "$dest" -type f | wc -l)
-  [ "$got" -eq "$SMALL_COUNT" ] || { say "HTTPClientPeer --as-session wrote $got of $SMALL_COUNT small files"; exit 1; }
   done
-  # For comparison, not a target: the same files through a Session (ferry get --many --no-batch).
-  dest="$work/out/small-session-$run"
-  mkdir -p "$dest"
-  measure ferry-session "$FERRY" get --many "$work/ferry-small.txt" --dir "$dest" --connections "$CONNECTIONS" --quiet --no-batch
-  got=$(find "$dest" -type f | wc -l)
-  [ "$got" -eq "$SMALL_COUNT" ] || { say "ferry --no-batch wrote $got of $SMALL_COUNT small files"; exit 1; }
-  # And the Session's HTTP layer alone (AsyncHTTPClient, no session): what the Session row could reach.
-  dest="$work/out/small-peer-$run"
-  mkdir -p "$dest"
-  measure http-client-peer "$PEER" "$work/ferry-small.txt" "$dest" "$CONNECTIONS"
-  got=$(find "$dest" -type f | wc -l)
-  [ "$got" -eq "$SMALL_COUNT" ] || { say "HTTPClientPeer wrote $got of $SMALL_COUNT small files"; exit 1; }
-  if [ "$run" -eq 1 ]; then check_same "$work/www/small/f00007" "$dest/f00007"; fi
+  # For comparison, not targets, in an order that turns with each run: the same files through
+  # a Session (ferry get --many --no-batch); the Session's HTTP layer alone (AsyncHTTPClient,
+  # no session), writing in place; and the same moving its files as the Session's are moved
+  # (hidden folder, rename, chmod, stat). Each into a fresh folder.
+  comparisons="session peer peer-files"
+  case $((run % 3)) in 1) comparisons="peer peer-files session" ;; 2) comparisons="peer-files session peer" ;; esac
+  for who in $comparisons; do
+    dest="$work/out/small-$who-$run"
+    mkdir -p "$dest"
+    case $who in
+      session) measure ferry-session "$FERRY" get --many "$work/ferry-small.txt" --dir "$dest" --connections "$CONNECTIONS" --quiet --no-batch ;;
+      peer) measure http-client-peer "$PEER" "$work/ferry-small.txt" "$dest" "$CONNECTIONS" ;;
+      peer-files) measure http-client-peer-files "$PEER" "$work/ferry-small.txt" "$dest" "$CONNECTIONS" --as-session ;;
+    esac
+    got=$(find "$dest" -type f | wc -l)
+    [ "$got" -eq "$SMALL_COUNT" ] || { say "$who wrote $got of $SMALL_COUNT small files"; exit 1; }
+    if [ "$run" -eq 1 ]; then check_same "$work/www/small/f00007" "$dest/f00007"; fi
+  done
 done
 
 # The table.
