@@ -77,8 +77,10 @@ public class SessionTask: @unchecked Sendable {  // all mutable state is behind 
         }
         // Until someone holds it nobody can see it, so it was not kept up to date: bring it
         // there before the caller reads it (at once when the caller is on the queue already).
-        if firstLook {
-            if DispatchQueue.getSpecific(key: Self.onProgressQueue) != nil { publishProgress() } else { Self.progressQueue.sync { publishProgress() } }
+        if firstLook, DispatchQueue.getSpecific(key: Self.onProgressQueue) != nil {
+            publishProgress()
+        } else if firstLook {
+            Self.progressQueue.sync { publishProgress() }
         }
         return unobservedProgress
     }
@@ -120,9 +122,9 @@ public class SessionTask: @unchecked Sendable {  // all mutable state is behind 
     func publishProgress() {
         let progress = unobservedProgress
         let (done, total, succeeded) = lock.withLockedValue { m in
-            kind == .upload
-                ? (m.countOfBytesSent, m.countOfBytesExpectedToSend, m.lifecycle.state == .completed && m.error == nil)
-                : (m.countOfBytesReceived, m.countOfBytesExpectedToReceive, m.lifecycle.state == .completed && m.error == nil)
+            let (done, total) = kind == .upload
+                ? (m.countOfBytesSent, m.countOfBytesExpectedToSend) : (m.countOfBytesReceived, m.countOfBytesExpectedToReceive)
+            return (done, total, m.lifecycle.state == .completed && m.error == nil)
         }
         // A total below what arrived is not one (a decoded body): leave it indeterminate.
         if total >= done, total > 0, progress.totalUnitCount != total { progress.totalUnitCount = total }
