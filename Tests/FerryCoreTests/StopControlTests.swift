@@ -7,7 +7,9 @@ import Testing
 /// ferryd), and its end waited for. Real tasks and real sleeps, each bounded.
 @Suite("StopControl")
 struct StopControlTests {
-    /// Work that sleeps up to 30 s and says whether it was cancelled.
+    /// Work that sleeps up to 30 s and says whether it was cancelled. The flag is the
+    /// evidence: work that was not cancelled sleeps its 30 s out and leaves it false, so no
+    /// test here times itself (a loaded machine once stalled one for 5 s).
     final class Sleeper: Sendable {
         let cancelled = Mutex(false)
         func work() async {
@@ -19,14 +21,12 @@ struct StopControlTests {
     func stopWhileRunning() async throws {
         let control = StopControl()
         let sleeper = Sleeper()
-        let start = ContinuousClock.now
         let running = Task { await control.runs { await sleeper.work() } }
         try await Task.sleep(for: .milliseconds(50))
         control.stop()
         await control.ended()
         await running.value
         #expect(sleeper.cancelled.withLock { $0 })
-        #expect(ContinuousClock.now - start < .seconds(5))
     }
 
     @Test("stop() before the work starts cancels it as it starts")
@@ -34,10 +34,8 @@ struct StopControlTests {
         let control = StopControl()
         let sleeper = Sleeper()
         control.stop()
-        let start = ContinuousClock.now
         await control.runs { await sleeper.work() }
         #expect(sleeper.cancelled.withLock { $0 })
-        #expect(ContinuousClock.now - start < .seconds(5))
     }
 
     @Test("cancelling the caller cancels the work; work that ends on its own is not cancelled")
