@@ -78,7 +78,7 @@ extension TransferEngine {
         state.requestCount += 1
         let outgoing = request
         return try await limiter.withSlot(host: url.host ?? "") {
-            let response = try await client(for: state.transfer, url: url).execute(outgoing, deadline: .now() + timeout, logger: logger)
+            let response = try await client(for: state.transfer, url: url).execute(outgoing, deadline: .now() + timeout, logger: clientLogger)
             _ = try? await response.body.collect(upTo: 1 << 16)
             return response
         }

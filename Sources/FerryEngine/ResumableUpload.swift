@@ -249,7 +249,7 @@ extension TransferEngine {
         return try await limiter.withSlot(host: resource.location.host ?? "") {
             let clientResponse: HTTPClientResponse
             do {
-                clientResponse = try await client(for: state.transfer, url: resource.location).execute(appendRequest, deadline: .distantFuture, logger: logger)
+                clientResponse = try await client(for: state.transfer, url: resource.location).execute(appendRequest, deadline: .distantFuture, logger: clientLogger)
             } catch {
                 // Every byte of the completing part left: the server may have finished the upload.
                 if completes, handedOver.withLockedValue({ $0 }) >= length { state.uploadResource?.mayHaveCompleted = true }
@@ -297,7 +297,7 @@ extension TransferEngine {
         state.requestCount += 1
         let creationRequest = creation
         return try await limiter.withSlot(host: request.url.host ?? "") {
-            let clientResponse = try await client(for: state.transfer, url: request.url).execute(creationRequest, deadline: .now() + .seconds(60), logger: logger)
+            let clientResponse = try await client(for: state.transfer, url: request.url).execute(creationRequest, deadline: .now() + .seconds(60), logger: clientLogger)
             let response = Response(clientResponse, url: request.url)
             guard (200..<300).contains(response.statusCode) else {
                 guard await observer.transferDidReceive(response: response) else {

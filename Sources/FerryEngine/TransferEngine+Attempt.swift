@@ -73,7 +73,7 @@ extension TransferEngine {
         logger.debug("request", metadata: ["method": "\(request.method)", "url": "\(request.url.redactedForLogs)"])
         state.responseHeadArrived = false
         transaction.requestStartDate = Date()
-        let clientResponse = try await client(for: state.transfer, url: request.url).execute(outgoing, deadline: .distantFuture, logger: logger)
+        let clientResponse = try await client(for: state.transfer, url: request.url).execute(outgoing, deadline: .distantFuture, logger: clientLogger)
         state.responseHeadArrived = true
         progress.touch()
         if let upload = state.transfer.upload {

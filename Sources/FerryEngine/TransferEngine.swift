@@ -38,6 +38,11 @@ public final class TransferEngine: Sendable {
     let limiter: HostLimiter
     let sleeper: any Sleeper
     let logger: Logger
+    /// What AsyncHTTPClient logs through: the engine's logger when it shows debug messages,
+    /// otherwise one that drops everything. (AsyncHTTPClient sets metadata on the logger it is
+    /// given for every request, and a stream handler formats its metadata on each set: a
+    /// fortieth of a small download's CPU, for messages below the level shown.)
+    let clientLogger: Logger
     let resumableSupport = ResumableSupportCache()
     let timeouts = TransferTimeouts()
     let tls = TLSState()
@@ -50,6 +55,7 @@ public final class TransferEngine: Sendable {
         self.configuration = configuration
         self.sleeper = sleeper
         self.logger = logger
+        self.clientLogger = logger.logLevel <= .debug ? logger : Logger(label: logger.label, factory: { _ in SwiftLogNoOpLogHandler() })
         self.limiter = HostLimiter(limit: configuration.maximumConnectionsPerHost)
 
         var tlsConfiguration = TLSConfiguration.makeClientConfiguration()
