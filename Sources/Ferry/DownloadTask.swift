@@ -66,16 +66,17 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
     }
 
     override func didFinishTransfer(_ result: TransferResult) async {
-        await handOver(partialFile)
+        handOver(partialFile)
     }
 
-    /// The finished file is the delegate's while its callback runs.
-    func handOver(_ location: URL) async {
+    /// The finished file is the delegate's while its callback runs. Queued, not waited for:
+    /// the completion queues after it, and the file goes after that.
+    func handOver(_ location: URL) {
         finishedLocation.withLockedValue { $0 = location }
         emit(.finishedDownloading(to: location))
         if let delegate = session.delegate {
             let session = self.session
-            await session.delegateQueue.ask {
+            session.delegateQueue.enqueue {
                 await delegate.session(session, downloadTask: self, didFinishDownloadingTo: location)
             }
         }
@@ -88,19 +89,23 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
     override var daemonResumeData: Data? { backgroundResumeData }
 
     override func fileArrived(at location: URL) async {
-        await handOver(location)
+        handOver(location)
     }
 
+    override var hasCompletionHandler: Bool { completionHandler != nil }
+
+    /// ferryd may have put the file elsewhere than `partialFile`; it said where.
+    private var finishedFile: URL { finishedLocation.withLockedValue { $0 } ?? partialFile }
+
     override func completionCallback(_ error: FerryError?) async {
-        // ferryd may have put the file elsewhere than `partialFile`; it said where.
-        let file = finishedLocation.withLockedValue { $0 } ?? partialFile
-        if let completionHandler {
-            await completionHandler(error == nil ? file : nil, response, error)
-        }
+        await completionHandler?(error == nil ? finishedFile : nil, response, error)
+    }
+
+    override func completionCleanup(_ error: FerryError?) {
         // The file is the app's only during the callbacks (unless the async API took it,
         // or it is kept for resume data).
         let keep = (error == nil && handsFileToCaller) || error?.resumeData != nil
-        if !keep { try? FileManager.default.removeItem(at: file) }
+        if !keep { unlink(finishedFile.path) }
     }
 
     override func errorForFailure(_ error: FerryError) -> FerryError {

@@ -2,7 +2,6 @@ import FerryCore
 public import FerryEngine
 public import Foundation
 import AsyncAlgorithms
-import NIOConcurrencyHelpers
 
 /// The async/await face of a session. Cancelling the calling Swift task cancels the
 /// Ferry task.
@@ -14,15 +13,15 @@ import NIOConcurrencyHelpers
 /// ```
 extension Session {
     public func data(for request: Request) async throws -> (Data, Response) {
-        try await runCollecting { handler in dataTask(with: request, completionHandler: handler) }
+        try await runCollecting(register { DataTask(session: self, identifier: $0, request: request, completionHandler: nil, collectsBody: true) })
     }
 
     public func upload(for request: Request, from data: Data) async throws -> (Data, Response) {
-        try await runCollecting { handler in uploadTask(with: request, body: .data(data), completionHandler: handler) }
+        try await runCollecting(collectingUpload(request, .data(data)))
     }
 
     public func upload(for request: Request, fromFile file: URL) async throws -> (Data, Response) {
-        try await runCollecting { handler in uploadTask(with: request, body: .file(file), completionHandler: handler) }
+        try await runCollecting(collectingUpload(request, .file(file)))
     }
 
     /// Uploads from an async sequence of byte chunks. With `length` nil the body is sent chunked.
@@ -30,22 +29,22 @@ extension Session {
     where S.Element == [UInt8] {
         let body = UploadBody.stream(length: length) {
             AsyncThrowingStream { continuation in
-                let pump = StopControl()
-                let spawned = self.delegateQueue.spawn {
-                    await pump.runs {
-                        do {
-                            for try await chunk in stream { continuation.yield(chunk) }
-                            continuation.finish()
-                        } catch {
-                            continuation.finish(throwing: error)
-                        }
+                let pump = self.delegateQueue.spawn {
+                    do {
+                        for try await chunk in stream { continuation.yield(chunk) }
+                        continuation.finish()
+                    } catch {
+                        continuation.finish(throwing: error)
                     }
                 }
-                if !spawned { continuation.finish(throwing: FerryError(.cancelled, "the session was invalidated", url: request.url)) }
-                continuation.onTermination = { _ in pump.stop() }
+                guard let pump else {
+                    continuation.finish(throwing: FerryError(.cancelled, "the session was invalidated", url: request.url))
+                    return
+                }
+                continuation.onTermination = { _ in pump.cancel() }
             }
         }
-        return try await runCollecting { handler in uploadTask(with: request, body: body, completionHandler: handler) }
+        return try await runCollecting(collectingUpload(request, body))
     }
 
     /// Downloads to a file that is yours to move or delete.
@@ -91,17 +90,18 @@ extension Session {
 
     // MARK: Helpers
 
-    private func runCollecting(_ make: (@escaping @Sendable (Data?, Response?, FerryError?) async -> Void) -> DataTask) async throws -> (Data, Response) {
-        let box = ResultBox<(Data, Response)>()
-        let task = make { data, response, error in
-            if let error {
-                box.set(.failure(error))
-            } else if let response {
-                box.set(.success((data ?? Data(), response)))
-            }
+    private func collectingUpload(_ request: Request, _ body: UploadBody) -> UploadTask {
+        register { UploadTask(session: self, identifier: $0, request: request, body: body, completionHandler: nil, collectsBody: true) }
+    }
+
+    /// Runs a task that keeps its body, and takes the body once it completed. (No completion
+    /// handler: a task without one and without a delegate completes without the delegate
+    /// queue's turn.)
+    private func runCollecting(_ task: DataTask) async throws -> (Data, Response) {
+        try await run(task) {
+            if let error = task.error { return .failure(error) }
+            return task.response.map { .success((task.takeCollectedBody() ?? Data(), $0)) }
         }
-        // The completion handler runs before the task's waiters are released.
-        return try await run(task) { box.value }
     }
 
     private func runDownload(_ task: DownloadTask) async throws -> (URL, Response) {
@@ -152,11 +152,4 @@ public struct ResponseBytes: AsyncSequence, Sendable {
     public func makeAsyncIterator() -> AsyncIterator {
         AsyncIterator(chunks: chunks.makeAsyncIterator())
     }
-}
-
-/// A result set once from a callback and read after completion.
-final class ResultBox<T: Sendable>: Sendable {
-    private let storage = NIOLockedValueBox<Result<T, FerryError>?>(nil)
-    func set(_ result: Result<T, FerryError>) { storage.withLockedValue { if $0 == nil { $0 = result } } }
-    var value: Result<T, FerryError>? { storage.withLockedValue { $0 } }
 }

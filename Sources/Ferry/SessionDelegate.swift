@@ -1,5 +1,6 @@
 public import FerryEngine
 public import Foundation
+import Synchronization
 
 /// What to do with a data task's response.
 public enum ResponseDisposition: Sendable {
@@ -79,40 +80,40 @@ extension SessionDelegate {
     public func sessionDidFinishEvents(forBackgroundSession session: Session) async {}
 }
 
-/// Everything a session runs, owned by one task group: its delegate queue (callbacks one
-/// after another, in the order they were enqueued, never two at once: the `delegateQueue` of
-/// URLSession) and, beside it, the work that runs concurrently (in-process transfers, the
-/// background event router, upload discards, stream pumps). The group's root is the
-/// session's one task: `resume()` and the other calls that start work are synchronous and
-/// have no task to be a child of. Invalidation ends it, once the work has.
+/// Everything a session runs: its delegate queue (callbacks one after another, in the order
+/// they were enqueued, never two at once: the `delegateQueue` of URLSession), one task that
+/// lives as long as the session, and, beside it, the work that runs concurrently (in-process
+/// transfers, the background event router, upload discards, stream pumps), each in a task of
+/// its own. `resume()` and the other calls that start work are synchronous and have no task
+/// to be a child of; a piece of work is stopped by cancelling its task.
+/// Invalidation ends the queue once its jobs ran, and refuses new work.
 final class DelegateQueue: Sendable {
     typealias Job = @Sendable () async -> Void
     private let continuation: AsyncStream<Job>.Continuation
-    private let concurrent: AsyncStream<Job>.Continuation
+    private let acceptsWork = Mutex(true)
 
     init() {
         let (stream, continuation) = AsyncStream<Job>.makeStream()
-        let (jobs, concurrent) = AsyncStream<Job>.makeStream()
         self.continuation = continuation
-        self.concurrent = concurrent
         Task {
-            await withDiscardingTaskGroup { group in
-                group.addTask { for await job in stream { await job() } }
-                for await job in jobs { group.addTask { await job() } }
-            }
+            for await job in stream { await job() }
         }
     }
 
-    /// Runs `job` beside the delegate queue, as a child of the session's group. False when
-    /// the session is gone (the job does not run).
+    /// Runs `job` beside the delegate queue, in a task of its own started now, and returns
+    /// that task; nil when the session is gone (the job does not run).
     @discardableResult
-    func spawn(_ job: @escaping Job) -> Bool {
-        if case .terminated = concurrent.yield(job) { return false }
-        return true
+    func spawn(_ job: @escaping Job) -> Task<Void, Never>? {
+        guard acceptsWork.withLock({ $0 }) else { return nil }
+        return Task { await job() }
     }
 
-    func enqueue(_ job: @escaping Job) {
-        continuation.yield(job)
+    /// Queues `job` after the callbacks queued before it. False when the queue has ended (the
+    /// session is invalid): the job does not run.
+    @discardableResult
+    func enqueue(_ job: @escaping Job) -> Bool {
+        if case .terminated = continuation.yield(job) { return false }
+        return true
     }
 
     /// Enqueues `job` and waits for its answer.
@@ -126,9 +127,9 @@ final class DelegateQueue: Sendable {
         return await job()
     }
 
-    /// No more callbacks or work: the group ends once what runs has.
+    /// No more callbacks or work: the queue ends once its jobs ran; work that runs goes on.
     func finish() {
         continuation.finish()
-        concurrent.finish()
+        acceptsWork.withLock { $0 = false }
     }
 }

@@ -31,7 +31,7 @@ public class SessionTask: @unchecked Sendable {  // all mutable state is behind 
         /// Where the task is in its life: every flag about it lives in this value.
         var lifecycle = TaskLifecycle()
         /// Stops the in-process runner's transfer run, while one is in progress.
-        var run: StopControl?
+        var run: RunHandle?
         var currentRequest: Request?
         var response: Response?
         var error: FerryError?
@@ -309,26 +309,52 @@ public class SessionTask: @unchecked Sendable {  // all mutable state is behind 
             session.logger.debug("task failed", metadata: ["task": "\(taskIdentifier)", "error": "\(error.shortDescription)"])
         }
         if error == nil { updateProgress() }
+        guard let delegate = session.delegate else {
+            if hasCompletionHandler {
+                session.delegateQueue.enqueue { [self] in
+                    await completionCallback(error)
+                    release(error)
+                }
+            } else {
+                // No code of the app's runs: nothing to order on the delegate queue, and its
+                // turn would cost each small transfer a thread hop.
+                release(error)
+            }
+            return
+        }
         let metrics = lock.withLockedValue { TaskMetrics(transactions: $0.transactions, start: $0.firstResumed, end: endedAt ?? Date()) }
         session.delegateQueue.enqueue { [self] in
-            await session.delegate?.session(session, task: self, didFinishCollecting: metrics)
-            await session.delegate?.session(session, task: self, didCompleteWithError: error)
-            await self.completionCallback(error)
-            let (continuations, waiters) = lock.withLockedValue { m in
-                defer { m.eventContinuations = []; m.completionWaiters = [] }
-                return (m.eventContinuations, m.completionWaiters)
-            }
-            for continuation in continuations {
-                continuation.yield(.completed(error))
-                continuation.finish()
-            }
-            for waiter in waiters { waiter.resume() }
-            session.taskDidComplete(self)
+            await delegate.session(session, task: self, didFinishCollecting: metrics)
+            await delegate.session(session, task: self, didCompleteWithError: error)
+            await completionCallback(error)
+            release(error)
         }
     }
 
-    /// Completion-handler variants override this.
+    /// The end of a completion, once the app's code (if any) ran: the task's file goes unless
+    /// someone keeps it, its events end, its waiters resume, the session forgets it.
+    private func release(_ error: FerryError?) {
+        completionCleanup(error)
+        let (continuations, waiters) = lock.withLockedValue { m in
+            defer { m.eventContinuations = []; m.completionWaiters = [] }
+            return (m.eventContinuations, m.completionWaiters)
+        }
+        for continuation in continuations {
+            continuation.yield(.completed(error))
+            continuation.finish()
+        }
+        for waiter in waiters { waiter.resume() }
+        session.taskDidComplete(self)
+    }
+
+    /// Whether the task has a completion handler (the variants that take one say so).
+    var hasCompletionHandler: Bool { false }
+
+    /// Calls the completion handler, on the delegate queue (the variants that take one).
     func completionCallback(_ error: FerryError?) async {}
+
+    /// What a task leaves behind when it completes, after its callbacks (a download's file).
+    func completionCleanup(_ error: FerryError?) {}
 
     /// A response head arrived (downloads note its validator).
     func responseArrived(_ response: Response) {}

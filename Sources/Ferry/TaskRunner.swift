@@ -1,6 +1,7 @@
 import FerryCore
 import FerryEngine
 import Foundation
+import Synchronization
 
 /// Where a session's tasks run: in this process through the engine (``InProcessRunner``), or
 /// in ferryd (``BackgroundRunner``). A ``SessionTask`` keeps its lifecycle and calls its
@@ -39,14 +40,13 @@ struct InProcessRunner: TaskRunner {
     func reserveTaskIdentifier() -> Int? { nil }
 
     func start(_ task: SessionTask, generation: Int, isFirst: Bool) {
-        let control = StopControl()
-        task.lock.withLockedValue { $0.run = control }
-        let spawned = task.session.delegateQueue.spawn {
-            await control.runs { await self.run(task, generation: generation) }
-        }
-        if !spawned {
+        let handle = RunHandle()
+        task.lock.withLockedValue { $0.run = handle }
+        guard let run = task.session.delegateQueue.spawn({ await self.run(task, generation: generation) }) else {
             task.finish(error: FerryError(.cancelled, "the session was invalidated", url: task.originalRequest.url), generation: generation)
+            return
         }
+        handle.attach(run)
     }
 
     private func run(_ task: SessionTask, generation: Int) async {
@@ -120,4 +120,30 @@ struct UnavailableRunner: TaskRunner {
 
     func invalidate(cancellingTasks: Bool) -> TaskRunnerInvalidation { .tasksEndHere }
     func shutdown() async {}
+}
+
+/// The Swift task of one in-process run, which suspend and cancel cancel. It is made before
+/// the task exists (the task is noted as running first, so that a run that ends at once finds
+/// it), and a stop that comes before the task does cancels it when it arrives.
+final class RunHandle: Sendable {
+    private struct State {
+        var task: Task<Void, Never>?
+        var stopped = false
+    }
+    private let state = Mutex(State())
+
+    func attach(_ task: Task<Void, Never>) {
+        let stopNow = state.withLock { state -> Bool in
+            state.task = task
+            return state.stopped
+        }
+        if stopNow { task.cancel() }
+    }
+
+    func stop() {
+        state.withLock { state -> Task<Void, Never>? in
+            state.stopped = true
+            return state.task
+        }?.cancel()
+    }
 }

@@ -79,12 +79,14 @@ struct BackgroundEventRouter: Sendable {
             ])
         }
         // Every callback enqueued so far has returned once this barrier runs. An event no task
-        // here waits for counts as settled: nobody will finish it in this process.
+        // here waits for counts as settled: nobody will finish it in this process. The router
+        // does not wait for it: the next event's callbacks queue behind it anyway, and waiting
+        // cost each event two thread hops in a line of a thousand.
         let link = self.link
         let task = tasks.isEmpty ? nil : event.taskIdentifier
         let settles = event.kind.settlesTask
-        let ack = await session.delegateQueue.ask { link.markDelivered(event.sequence, task: task, settlesTask: settles) }
-        await link.endEvent(acknowledging: ack)
+        let settle: DelegateQueue.Job = { await link.endEvent(acknowledging: link.markDelivered(event.sequence, task: task, settlesTask: settles)) }
+        if !session.delegateQueue.enqueue(settle) { await settle() }  // the queue has ended: settle here
     }
 
     /// `storedAt`: when ferryd stored the event; a task's end is then, not when it is heard of.
