@@ -13,9 +13,7 @@ import Testing
 struct ClientLoggerTests {
     /// Counts what reaches it: messages, and AsyncHTTPClient's metadata (its keys start with
     /// `ahc`) set on it.
-    final class CountingHandler: LogHandler, @unchecked Sendable {
-        // Unchecked: the counters are behind a Mutex; the protocol's stored properties are set
-        // by the logger's owner only.
+    struct CountingHandler: LogHandler {
         let counts: Counts
         var logLevel: Logger.Level
         var metadata: Logger.Metadata = [:]

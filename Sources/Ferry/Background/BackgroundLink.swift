@@ -32,6 +32,8 @@ final class BackgroundLink: Sendable {
         /// The session asked to disconnect; the last event in flight finishes it.
         var leaving = false
         var identifiers = TaskIdentifierPool()
+        /// Acknowledgements: at most one on its way to ferryd.
+        var acknowledgements = AcknowledgementLine()
     }
     private let state = NIOLockedValueBox(State())
 
@@ -185,22 +187,48 @@ final class BackgroundLink: Sendable {
 
     /// ``acknowledge(upTo:single:)`` without waiting for ferryd's answer: the next event need
     /// not wait for the last one's commit (a session's events once waited in line, one commit
-    /// each). Acknowledgements leave and are answered in order, so the one ``close()`` waits
-    /// for is answered after this one. A failure means the events come again.
+    /// each). One acknowledgement is on its way at a time; those made meanwhile are merged and
+    /// leave together once it is answered (a thousand tasks ending together were a thousand
+    /// writes in ferryd, beside their completions). ``close()`` waits for the line to empty.
+    /// A failure means the events come again.
     private func post(upTo sequence: Int64, single: [Int64], answered: (@Sendable () -> Void)? = nil) {
+        let ack = EventSettlement.Acknowledgement(upTo: sequence, single: single)
+        let sendNow = state.withLockedValue { $0.acknowledgements.add(ack, answered: answered) }
+        if let sendNow { transmit(sendNow) }
+    }
+
+    private func transmit(_ batch: AcknowledgementLine.Batch) {
         guard let connection = state.withLockedValue({ $0.connection }) else {
-            answered?()
+            answered(batch)
             return
         }
         let (logger, session) = (self.logger, sessionIdentifier)
-        let ack = Acknowledge(sessionIdentifier: session, upToSequence: sequence, sequences: single.isEmpty ? nil : single)
+        let ack = Acknowledge(
+            sessionIdentifier: session, upToSequence: batch.acknowledgement.upTo,
+            sequences: batch.acknowledgement.single.isEmpty ? nil : batch.acknowledgement.single)
         connection.post(.acknowledge(ack)) { result in
             if case .failure(let error) = result {
                 logger.notice("acknowledge failed; the events will come again", metadata: [
-                    "session": "\(session)", "sequence": "\(sequence)", "error": "\(error)",
+                    "session": "\(session)", "sequence": "\(ack.upToSequence)", "error": "\(error)",
                 ])
             }
-            answered?()
+            self.answered(batch)
+        }
+    }
+
+    /// `batch` was answered (or could not leave): its callers hear of it, and the next batch leaves.
+    private func answered(_ batch: AcknowledgementLine.Batch) {
+        for callback in batch.answered { callback() }
+        let (next, idle) = state.withLockedValue { $0.acknowledgements.sent() }
+        for waiter in idle { waiter.resume() }
+        if let next { transmit(next) }
+    }
+
+    /// Returns once no acknowledgement waits to leave or for its answer.
+    private func acknowledgementsSent() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let idle = state.withLockedValue { $0.acknowledgements.waitUntilIdle(continuation) }
+            if idle { continuation.resume() }
         }
     }
 
@@ -261,6 +289,7 @@ final class BackgroundLink: Sendable {
     }
 
     private func close() async {
+        await acknowledgementsSent()
         let (connection, delivered) = state.withLockedValue { s -> (DaemonConnection?, Int64) in
             defer { s.connection = nil }
             return (s.connection, s.settlement.settled)
@@ -294,48 +323,5 @@ final class BackgroundLink: Sendable {
         case .refused, .failure:
             return FerryError(.unknown, "\(error)", underlying: error)
         }
-    }
-}
-
-/// Which delivered events may be acknowledged. A task's events are acknowledged only once the
-/// event that settles it (its completion or failure, or a download's file handed over) was
-/// delivered: a process that goes away in the middle of a task (an extension that exits right
-/// after resume(), the response seen but not the completion) leaves *all* of the task's events
-/// to the next process, which then sees the response, the body and the completion rather than
-/// a completion without a response. A settled task's events are acknowledged at once, one by
-/// one when an open task's event comes before them, so the next process never sees them again
-/// (each event reaches the app once); the cumulative point is the end of the settled prefix.
-struct EventSettlement {
-    /// What to tell ferryd: everything up to `upTo`, and the single events after it.
-    struct Acknowledgement: Equatable {
-        var upTo: Int64
-        var single: [Int64] = []
-    }
-
-    /// Events up to here may be acknowledged (and have been, when a delivery returned them).
-    private(set) var settled: Int64 = 0
-    /// Delivered events after `settled` whose task is not settled yet, oldest first.
-    private var waiting: [(sequence: Int64, task: Int)] = []
-
-    /// Records the delivery of event `sequence` of `task` (nil: nothing here waits for it);
-    /// returns what may now be acknowledged, or nil when nothing new.
-    mutating func delivered(_ sequence: Int64, task: Int?, settlesTask: Bool) -> Acknowledgement? {
-        var ready: [Int64] = []
-        if let task, !settlesTask {
-            waiting.append((sequence, task))
-        } else {
-            ready.append(sequence)
-            if let task {
-                // The task has ended: its earlier events go with this one.
-                ready += waiting.filter { $0.task == task }.map(\.sequence)
-                waiting.removeAll { $0.task == task }
-            }
-        }
-        guard !ready.isEmpty else { return nil }
-        // Every delivered event below the oldest one still waiting is settled.
-        let newest = ready.max() ?? settled
-        let upTo = max(settled, waiting.first.map { min($0.sequence - 1, newest) } ?? newest)
-        settled = upTo
-        return Acknowledgement(upTo: upTo, single: ready.filter { $0 > upTo }.sorted())
     }
 }
