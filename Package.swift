@@ -50,6 +50,7 @@ let package = Package(
         .target(
             name: "FerryEngine",
             dependencies: [
+                "CZlib",
                 "FerryCore",
                 "FerrySystem",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -219,6 +220,13 @@ let package = Package(
         ),
         // MARK: ShareKit (issue: ShareKit and `ferry share`)
         // libmagic: a file's type from its bytes.
+        // zlib, for response bodies sent gzip or deflate coded (FerryEngine's ContentDecoder).
+        .systemLibrary(
+            name: "CZlib",
+            path: "Sources/CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
         .systemLibrary(
             name: "CMagic",
             path: "Sources/CMagic",

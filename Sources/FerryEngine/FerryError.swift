@@ -66,6 +66,9 @@ public struct FerryError: Error, Sendable, CustomStringConvertible {
         public static let dataLengthExceedsMaximum = Code("dataLengthExceedsMaximum")
         /// The downloaded bytes do not match the expected SHA-256 or the server's digest.
         public static let integrityCheckFailed = Code("integrityCheckFailed")
+        /// A gzip or deflate coded body is damaged, cut short, or decodes to more than 1,000
+        /// times its size.
+        public static let cannotDecodeContentData = Code("cannotDecodeContentData")
         /// Resume data is damaged, of an unknown version, or no longer matches its file.
         public static let cannotDecodeResumeData = Code("cannotDecodeResumeData")
         /// The delegate refused the response or a redirect.

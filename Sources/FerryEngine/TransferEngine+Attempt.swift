@@ -162,16 +162,14 @@ extension TransferEngine {
         outgoing.method = HTTPMethod(rawValue: request.method.uppercased())
         for field in request.headers { outgoing.headers.add(name: field.name, value: field.value) }
         if let cookie = transfer.cookieHeader(for: request) { outgoing.headers.add(name: "Cookie", value: cookie) }
-        // Data and upload answers come gzip or deflate coded and decoded here, as URLSession's
-        // (AsyncHTTPClient asks for them); a download asks for the bytes as they are, so that
-        // its offsets, validators and digests stay those of the file (docs/porting.md).
-        // HEAD and conditional requests too: a bodiless answer that still names a coding would
-        // fail in the decoder (it finds no gzip stream to end).
+        // Data and upload answers may come gzip or deflate coded, and are decoded as they
+        // arrive (ContentDecoder), as URLSession's; a download asks for the bytes as they are,
+        // so that its offsets, validators and digests stay those of the file (docs/porting.md).
+        // HEAD and conditional requests too: their answers have no body to decode.
         let bodiless = request.method.uppercased() == "HEAD" || request.headers["If-None-Match"] != nil || request.headers["If-Modified-Since"] != nil
-        if case .file = transfer.destination, !outgoing.headers.contains(name: "Accept-Encoding") {
-            outgoing.headers.add(name: "Accept-Encoding", value: "identity")
-        } else if bodiless, !outgoing.headers.contains(name: "Accept-Encoding") {
-            outgoing.headers.add(name: "Accept-Encoding", value: "identity")
+        if !outgoing.headers.contains(name: "Accept-Encoding") {
+            let asSent: Bool = if case .file = transfer.destination { true } else { bodiless }
+            outgoing.headers.add(name: "Accept-Encoding", value: asSent ? "identity" : "gzip, deflate")
         }
         if let upload {
             let length = try upload.length()

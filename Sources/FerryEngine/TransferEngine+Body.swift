@@ -54,9 +54,12 @@ extension TransferEngine {
         let bodiless = state.request.method.uppercased() == "HEAD" || response.statusCode == 204 || response.statusCode == 304
             || (100..<200).contains(response.statusCode)
         let declared = bodiless || response.isContentCoded ? -1 : response.expectedContentLength
+        let decoder = bodiless ? nil : try ContentDecoder(contentEncoding: response.headers["Content-Encoding"], url: url)
         do {
-            for try await chunk in clientResponse.body {
-                received += Int64(chunk.readableBytes)
+            for try await arrived in clientResponse.body {
+                received += Int64(arrived.readableBytes)
+                let chunk = try decoder?.decode(arrived) ?? arrived
+                if chunk.readableBytes == 0 { continue }  // a coded chunk that decoded to nothing yet
                 wholeDigest.update(chunk)
                 contentDigest.update(chunk)
                 switch state.transfer.destination {
@@ -76,6 +79,7 @@ extension TransferEngine {
                 }
                 progress.didWrite(chunk.readableBytes)
             }
+            try decoder?.finish()
         } catch {
             var mapped = FerryError.from(error, url: url)
             if declared >= 0, received < declared, mapped.code == .networkConnectionLost || mapped.code == .badServerResponse || mapped.code == .unknown {

@@ -70,9 +70,9 @@ public final class TransferEngine: Sendable {
             connectionPool: .init(
                 idleTimeout: .milliseconds(Int64(configuration.connectionIdleTimeout * 1000)),
                 concurrentHTTP1ConnectionsPerHostSoftLimit: configuration.maximumConnectionsPerHost),
-            // gzip and deflate bodies decoded, as URLSession does; a body decoding to more than
-            // 1,000 times its size is refused (a decompression bomb), as no real document is.
-            decompression: .enabled(limit: .ratio(1000)))
+            // gzip and deflate bodies are decoded by the engine (ContentDecoder), only for the
+            // answers that are coded.
+            decompression: .disabled)
         // A refused connection is an answer; AHC would otherwise retry it until the deadline.
         clientConfiguration.connectionPool.retryConnectionEstablishment = false
         clientConfiguration.httpVersion = configuration.allowsHTTP2 ? .automatic : .http1Only

@@ -18,6 +18,7 @@
 // - `digest=good|bad`: `Repr-Digest: sha-256=:<base64>:` (and `Content-Digest` on 200),
 //   right or wrong.
 // - `chunked=1`: no Content-Length, chunked transfer coding.
+// - `claimCoding=C`: `Content-Encoding: C` on bytes that are not so coded (a server that lies).
 import NIOCore
 import NIOHTTP1
 
@@ -66,6 +67,7 @@ extension TestHTTPServer {
             }
         }
         if status == .ok, let digestField { fields.append(("content-digest", digestField)) }
+        if let coding = q.query["claimCoding"] { fields.append(("content-encoding", coding)) }
 
         let chunked = q.query["chunked"] == "1"
         let delta = q.int("lengthDelta") ?? 0

@@ -172,6 +172,12 @@ struct URLSessionSpellingTests {
             configuration.httpAdditionalHeaders = ["X-App": "changed later"]
             let (data, _) = try await session.data(from: server.url("/headers"))
             #expect(String(decoding: data, as: UTF8.self).contains("\"x-app\":\"ported\""), "the session took a copy")
+            do {
+                _ = try await session.data(from: server.url("/bytes/3000?seed=2&claimCoding=gzip"))
+                Issue.record("plain bytes labelled gzip should not decode")
+            } catch let error as URLError {
+                #expect(error.code == .cannotDecodeContentData, "\(error)")
+            }
             let (file, response) = try await session.download(from: server.url("/bytes/1000?seed=4"))
             defer { try? FileManager.default.removeItem(at: file) }
             #expect(try Data(contentsOf: file).count == 1000 && (response as? HTTPURLResponse)?.statusCode == 200, "the file is the caller's")

@@ -44,7 +44,7 @@ extension URLError {
             .serverCertificateUntrusted: .serverCertificateUntrusted,
             .clientCertificateRequired: .clientCertificateRequired, .clientCertificateRejected: .clientCertificateRejected, .fileDoesNotExist: .fileDoesNotExist,
             .cannotReadFile: .noPermissionsToReadFile, .cannotWriteToFile: .cannotWriteToFile,
-            .dataLengthExceedsMaximum: .dataLengthExceedsMaximum, .integrityCheckFailed: .cannotDecodeContentData,
+            .dataLengthExceedsMaximum: .dataLengthExceedsMaximum, .integrityCheckFailed: .cannotDecodeContentData, .cannotDecodeContentData: .cannotDecodeContentData,
             .cannotDecodeResumeData: .cannotDecodeRawData, .cancelledByDelegate: .cancelled, .userCancelledAuthentication: .userCancelledAuthentication, .userAuthenticationRequired: .userAuthenticationRequired, .resourceUnavailable: .resourceUnavailable,
             .backgroundSessionInUseByAnotherProcess: .backgroundSessionInUseByAnotherProcess,
             .backgroundSessionWasDisconnected: .backgroundSessionWasDisconnected,
