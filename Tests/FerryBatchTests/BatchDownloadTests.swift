@@ -205,7 +205,8 @@ import Testing
             let cancelledAt = ContinuousClock.now
             running.cancel()
             let outcomes = await running.value
-            #expect(ContinuousClock.now - cancelledAt < .seconds(2), "the run ends when cancelled, not when the server does")
+            // Far below the 30 s the server stalls (a parallel run on two cores can stall for seconds).
+            #expect(ContinuousClock.now - cancelledAt < .seconds(10), "the run ends when cancelled, not when the server does")
             for (index, outcome) in outcomes.enumerated() {
                 guard case .failed(let error) = outcome, error.code == .cancelled else {
                     Issue.record("\(items[index].url): \(outcome)")
@@ -223,7 +224,7 @@ import Testing
             batch.idleTimeout = .milliseconds(300)
             let started = ContinuousClock.now
             let outcomes = await batch.run([stalled])
-            #expect(ContinuousClock.now - started < .seconds(5))
+            #expect(ContinuousClock.now - started < .seconds(10), "the idle time-out, not the server's 20 s stall")
             guard case .failed(let error) = outcomes[0] else {
                 Issue.record("stalled: \(outcomes[0])")
                 return

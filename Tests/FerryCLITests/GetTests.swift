@@ -367,7 +367,8 @@ import Glibc
         let signalled = ContinuousClock.now
         kill(started.0.processIdentifier, SIGINT)
         let run = try await FerryBinary.wait(started, timeout: 10)
-        #expect(ContinuousClock.now - signalled < .seconds(2))
+        // Far below the 30 s the server stalls (a parallel run on two cores can stall for seconds).
+        #expect(ContinuousClock.now - signalled < .seconds(10))
         #expect(run.status == 130, "\(run.stderr)")
         #expect(run.stderr.contains("interrupted with 1 of 3 files saved"), "\(run.stderr)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path("out")) == ["3000"])
