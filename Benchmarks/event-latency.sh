@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A background task's outcome, from ferryd's store to the app's delegate call (issue 15, item
-# 6: p99 under 5 ms), for COUNT download tasks that complete together. Release build; ferryd
+# 6: p99 under 5 ms), for COUNT download tasks that each wait 1 s at the server (they end while
+# the later ones are still being handed to ferryd). Release build; ferryd
 # and ferry-testserver are started here, the app is Benchmarks/EventLatency (URLSession's
 # spelling). Compare with Benchmarks/ferryd-scale.sh's burst, which stops at the socket.
 #
