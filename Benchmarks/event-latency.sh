@@ -6,6 +6,8 @@
 # spelling). Compare with Benchmarks/ferryd-scale.sh's burst, which stops at the socket.
 #
 # Usage: Benchmarks/event-latency.sh            (COUNT=1000, RUNS=3)
+#        TOGETHER=1 Benchmarks/event-latency.sh (every task held at the server until all have
+#                                                arrived: they end at one moment)
 # Environment: FERRY_SCRATCH (SwiftPM scratch path, default .build-release), BENCH_TMP.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -36,6 +38,6 @@ for run in $(seq 1 "${RUNS:-3}"); do
   ferryd=$!
   for _ in $(seq 1 200); do [ -S "$FERRY_RUNTIME_DIR/ferryd.sock" ] && break; sleep 0.05; done
   printf 'run %s: ' "$run"
-  FERRYD_PATH="$bin/ferryd" "$bin/EventLatency" "$url" "$count"
+  FERRYD_PATH="$bin/ferryd" "$bin/EventLatency" "$url" "$count" ${TOGETHER:+together}
   kill "$ferryd"; wait "$ferryd" 2>/dev/null || true; ferryd=""
 done

@@ -4,7 +4,10 @@
 // issue 15, item 6. Run by Benchmarks/event-latency.sh, which starts
 // ferryd and the test server; written in URLSession's spelling, as an app would be.
 //
-//   event-latency TEST_SERVER_URL [COUNT]
+//   event-latency TEST_SERVER_URL [COUNT] [together]
+//
+// With `together`, every task waits at the test server's gate until the last one has arrived,
+// so that all COUNT end at one moment: a burst, from ferryd's store to the delegate.
 //
 // A background task's metrics end when ferryd stored its outcome (docs/porting.md), so the
 // delegate's `Date()` minus `taskInterval.end` is the news's way to the app: ferryd's
@@ -47,6 +50,7 @@ guard arguments.count >= 2, let server = URL(string: arguments[1]) else {
     exit(2)
 }
 let count = arguments.count > 2 ? Int(arguments[2]) ?? 1000 : 1000
+let together = arguments.count > 3 && arguments[3] == "together"
 let perSession = 64  // the per-host limit's most: every task runs at once
 let delegate = Latencies()
 var sessions: [URLSession] = []
@@ -58,9 +62,12 @@ for index in 0..<(count + perSession - 1) / perSession {
 let submitting = ContinuousClock.now
 for number in 0..<count {
     // Each waits a second at the server: the tasks end while later ones are still being
-    // handed over (the submissions take 2.5-4 s), as an app's would; ferryd-scale.sh's
-    // burst is the one where a thousand end at once.
-    sessions[number / perSession].downloadTask(with: server.appendingPathComponent("delay/1000").appending(queryItems: [URLQueryItem(name: "n", value: "\(number)")])).resume()
+    // handed over (the submissions take 2.5-4 s), as an app's would. Or, `together`, at the
+    // gate until all have arrived: they end at once.
+    let wait = together
+        ? server.appendingPathComponent("gate/latency").appending(queryItems: [URLQueryItem(name: "count", value: "\(count)")])
+        : server.appendingPathComponent("delay/1000")
+    sessions[number / perSession].downloadTask(with: wait.appending(queryItems: [URLQueryItem(name: "n", value: "\(number)")])).resume()
 }
 let submitted = ContinuousClock.now - submitting
 var heard = 0
@@ -78,4 +85,4 @@ guard heard == count, !sorted.isEmpty else {
 }
 func ms(_ seconds: TimeInterval) -> String { String(format: "%.1f ms", seconds * 1000) }
 let p99 = sorted[min(sorted.count - 1, sorted.count * 99 / 100)]
-print("\(count) background tasks, each answered after 1 s (\(delegate.failures) failed; handed to ferryd in \(submitted.formatted(.units(allowed: [.milliseconds])))): stored → delegate median \(ms(sorted[sorted.count / 2])), p99 \(ms(p99)), max \(ms(sorted[sorted.count - 1]))")
+print("\(count) background tasks, \(together ? "all answered at one moment" : "each answered after 1 s") (\(delegate.failures) failed; handed to ferryd in \(submitted.formatted(.units(allowed: [.milliseconds])))): stored → delegate median \(ms(sorted[sorted.count / 2])), p99 \(ms(p99)), max \(ms(sorted[sorted.count - 1]))")

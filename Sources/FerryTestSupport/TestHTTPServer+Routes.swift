@@ -13,6 +13,7 @@
 // Parameters whose value is itself a target (`to`, `then`) must percent-encode `?`/`&`
 // (`then=/bytes/100%3Fseed%3D4`); `retryAfter` is passed verbatim, so an HTTP-date works too.
 // | `GET /delay/<ms>` | waits, then 200 `ok` |
+// | `GET /gate/<name>?count=N` | waits until N requests wait at the gate, then all get 200 `ok` at once |
 // | `GET /slow-headers/<ms>` | waits before sending any header, then 200 `ok` |
 // | `PUT/POST /upload…?dropAfter=N&dropOnce=KEY&status=CODE` | reads the body streaming; 200 JSON |
 //
@@ -77,6 +78,21 @@ extension TestHTTPServer {
         case "redirect-absolute":
             let to = ex.target.query["to"] ?? baseURL + "/bytes/10"
             try await out.simple(redirectStatus(ex), "redirect\n", [("location", to)])
+            return .keepAlive
+        case "gate":
+            // Many transfers that end at one moment. A gate short of its count holds its
+            // requests until their clients time out.
+            guard parts.count == 2, let count = ex.target.int("count"), count >= 1 else { return try await notFound(out) }
+            await withCheckedContinuation { (arrived: CheckedContinuation<Void, Never>) in
+                let open = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+                    s.gates[parts[1], default: []].append(arrived)
+                    guard s.gates[parts[1]]!.count >= count else { return [] }
+                    defer { s.gates[parts[1]] = nil }
+                    return s.gates[parts[1]]!
+                }
+                for waiter in open { waiter.resume() }
+            }
+            try await out.simple(.ok, "ok")
             return .keepAlive
         case "delay", "slow-headers":
             guard parts.count == 2, let ms = Int(parts[1]), ms >= 0 else { return try await notFound(out) }

@@ -30,6 +30,8 @@ public final class TestHTTPServer: Sendable {
         var digestNonces: Set<String> = []
         var versions: [String: UInt64] = [:]
         var digests: [String: [UInt8]] = [:]
+        /// `/gate/<name>`: the requests waiting at each gate.
+        var gates: [String: [CheckedContinuation<Void, Never>]] = [:]
         var nextID = 0
     }
 

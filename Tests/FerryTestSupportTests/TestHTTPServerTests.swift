@@ -186,6 +186,26 @@ struct TestHTTPServerTests {
         try await server.shutdown()
     }
 
+    @Test("/gate/<name>?count=N holds its requests until the Nth arrives, then answers them all")
+    func gateReleasesTogether() async throws {
+        let server = try await TestHTTPServer.start()
+        let first = Task { try await curl([server.baseURL + "/gate/g?count=3"]) }
+        let second = Task { try await curl([server.baseURL + "/gate/g?count=3"]) }
+        try await poll(until: "two requests waiting at the gate", timeout: .seconds(10), observed: "requests: \(server.requests.count)") {
+            server.requests.count == 2
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(server.maxConcurrentConnections == 2, "both still wait, unanswered")
+        let third = try await curl([server.baseURL + "/gate/g?count=3"])
+        for result in [third, try await first.value, try await second.value] {
+            #expect(result.status == 200 && String(decoding: result.body, as: UTF8.self) == "ok")
+        }
+        // The gate opened once; the next one starts empty.
+        let fresh = try await curl([server.baseURL + "/gate/g?count=1"])
+        #expect(fresh.status == 200)
+        try await server.shutdown()
+    }
+
     @Test func uploadsStreamAndCanBeCut() async throws {
         let server = try await TestHTTPServer.start()
         let bytes = TestContent.bytes(count: 1_500_000, seed: 11)
