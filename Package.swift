@@ -321,6 +321,9 @@ let package = Package(
             dependencies: ["ByteClubKit", "CVips", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Examples/ByteClub/App", swiftSettings: swiftSettings),
         // MARK: Benchmarks (run by Benchmarks/*.sh)
+        .executableTarget(
+            name: "MessageDecoding", dependencies: ["FerryCore", "FerryProtocol", .product(name: "NIOCore", package: "swift-nio")],
+            path: "Benchmarks/MessageDecoding", swiftSettings: swiftSettings),
         .executableTarget(name: "EventLatency", dependencies: ["Ferry"], path: "Benchmarks/EventLatency", swiftSettings: swiftSettings),
         .executableTarget(
             name: "HTTPClientPeer",

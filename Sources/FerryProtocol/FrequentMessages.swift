@@ -1,7 +1,8 @@
 import Foundation
 public import NIOCore
 
-/// The messages ferryd writes most, without `JSONEncoder`: a running task's progress, the end
+/// The messages ferryd writes most, without `JSONEncoder` (and those an app reads most,
+/// without `JSONDecoder`: ``decode(_:from:)``): a running task's progress, the end
 /// of a batch of events, and the `data` and `completed` kinds stored with every completion. A
 /// thousand transfers ending together spent a tenth of ferryd's CPU in the encoder for these.
 /// The text is what the encoder writes (keys sorted, the same escapes), so each decodes to the
@@ -27,6 +28,18 @@ extension MessageCoder {
         default:
             return try encodeWithEncoder(message)
         }
+    }
+
+    /// The message in a frame from ferryd: events, progress and the answers to
+    /// acknowledgements read by hand (``FrequentMessageReader``), the others through
+    /// `JSONDecoder`, which also gives the errors.
+    ///
+    /// ```swift
+    /// if case .event(let event) = try MessageCoder().decode(DaemonMessage.self, from: payload) { handle(event) }
+    /// ```
+    public func decode(_ type: DaemonMessage.Type, from payload: ByteBuffer) throws(FerryProtocolError) -> DaemonMessage {
+        if let message = FrequentMessageReader.message(payload) { return message }
+        return try decodeWithDecoder(type, from: payload)
     }
 
     /// The JSON of an event's kind, as ferryd stores it.

@@ -51,6 +51,13 @@ public struct MessageCoder: Sendable {
     public func decode<Message: Decodable>(
         _ type: Message.Type, from payload: ByteBuffer
     ) throws(FerryProtocolError) -> Message {
+        try decodeWithDecoder(type, from: payload)
+    }
+
+    /// `decode(_:from:)` through `JSONDecoder`, for the messages not read by hand.
+    func decodeWithDecoder<Message: Decodable>(
+        _ type: Message.Type, from payload: ByteBuffer
+    ) throws(FerryProtocolError) -> Message {
         do {
             return try Self.decoder.decode(Message.self, from: Data(payload.readableBytesView))
         } catch let unknown as UnknownType {
