@@ -119,7 +119,7 @@ final class DelegateQueue: Sendable {
     /// Enqueues `job` and waits for its answer.
     func ask<T: Sendable>(_ job: @escaping @Sendable () async -> T) async -> T {
         let queued: T? = await withCheckedContinuation { (answer: CheckedContinuation<T?, Never>) in
-            if case .terminated = continuation.yield({ answer.resume(returning: await job()) }) {
+            if !enqueue({ answer.resume(returning: await job()) }) {
                 answer.resume(returning: nil)  // the session is gone: nobody runs queued jobs
             }
         }

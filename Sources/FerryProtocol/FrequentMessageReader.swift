@@ -102,28 +102,24 @@ private struct Fields {
 
     init(_ fields: [(String, JSONValue)]) { self.fields = fields }
 
-    struct Values {
-        let fields: [(String, JSONValue)]
-        subscript(name: String) -> JSONValue? { fields.first { $0.0 == name }?.1 }
-    }
-    var values: Values { Values(fields: fields) }
+    subscript(name: String) -> JSONValue? { fields.first { $0.0 == name }?.1 }
 
     func string(_ name: String) -> String? {
-        if case .string(let text)? = values[name] { return text }
+        if case .string(let text)? = self[name] { return text }
         return nil
     }
 
     func object(_ name: String) -> Fields? {
-        if case .object(let fields)? = values[name] { return Fields(fields) }
+        if case .object(let fields)? = self[name] { return Fields(fields) }
         return nil
     }
 
     func array(_ name: String) -> [JSONValue]? {
-        if case .array(let items)? = values[name] { return items }
+        if case .array(let items)? = self[name] { return items }
         return nil
     }
 
-    func integer(_ name: String) -> Int64? { values[name].flatMap(Self.integer) }
+    func integer(_ name: String) -> Int64? { self[name].flatMap(Self.integer) }
 
     /// Only plain integer text (`-12`, not `12.0` or `1e2`, which the decoder judges).
     static func integer(_ value: JSONValue) -> Int64? {
@@ -132,44 +128,37 @@ private struct Fields {
     }
 
     func unsigned(_ name: String) -> UInt64? {
-        guard case .number(let text)? = values[name], text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else { return nil }
+        guard case .number(let text)? = self[name], text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else { return nil }
         return UInt64(text)
     }
 
-    func optionalInteger(_ name: String) -> Int64?? {
-        switch values[name] {
-        case nil, .null?: return .some(nil)
-        default: return integer(name).map { .some($0) }
-        }
+    func number(_ name: String) -> Double? {
+        if case .number(let text)? = self[name] { return Double(text) }
+        return nil
     }
 
-    func optionalNumber(_ name: String) -> Double?? {
-        switch values[name] {
-        case nil, .null?: return .some(nil)
-        case .number(let text)?: return Double(text).map { .some($0) }
-        default: return nil
+    /// An array of plain integers (each read as a single `integer` field is).
+    func integers(_ name: String) -> [Int64]? {
+        guard let items = array(name) else { return nil }
+        var numbers: [Int64] = []
+        numbers.reserveCapacity(items.count)
+        for item in items {
+            guard let number = Self.integer(item) else { return nil }
+            numbers.append(number)
         }
+        return numbers
     }
 
-    func optionalString(_ name: String) -> String?? {
-        switch values[name] {
-        case nil, .null?: return .some(nil)
-        default: return string(name).map { .some($0) }
-        }
-    }
+    func optionalInteger(_ name: String) -> Int64?? { optional(name, integer) }
+    func optionalNumber(_ name: String) -> Double?? { optional(name, number) }
+    func optionalString(_ name: String) -> String?? { optional(name, string) }
+    func optionalIntegers(_ name: String) -> [Int64]?? { optional(name, integers) }
 
-    func optionalIntegers(_ name: String) -> [Int64]?? {
-        switch values[name] {
+    /// A missing or null field is `.some(nil)`; any other is what `read` makes of it (nil: none).
+    private func optional<T>(_ name: String, _ read: (String) -> T?) -> T?? {
+        switch self[name] {
         case nil, .null?: return .some(nil)
-        case .array(let items)?:
-            var numbers: [Int64] = []
-            numbers.reserveCapacity(items.count)
-            for item in items {
-                guard let number = Self.integer(item) else { return nil }
-                numbers.append(number)
-            }
-            return .some(numbers)
-        default: return nil
+        default: return read(name).map { .some($0) }
         }
     }
 }
@@ -216,60 +205,54 @@ private struct JSONParser {
     }
 
     private mutating func object() -> JSONValue? {
-        depth += 1
-        defer { depth -= 1 }
-        guard depth <= 32 else { return nil }
-        index += 1  // {
         var fields: [(String, JSONValue)] = []
-        skipSpace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
-            index += 1
-            return .object(fields)
-        }
-        while true {
-            skipSpace()
-            guard index < bytes.count, bytes[index] == UInt8(ascii: "\""), let name = string(), !fields.contains(where: { $0.0 == name }) else { return nil }
-            skipSpace()
-            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { return nil }
-            index += 1
-            guard let value = value() else { return nil }
+        let whole = elements(closing: UInt8(ascii: "}")) { parser in
+            guard parser.index < parser.bytes.count, parser.bytes[parser.index] == UInt8(ascii: "\""), let name = parser.string(),
+                  !fields.contains(where: { $0.0 == name }) else { return false }
+            parser.skipSpace()
+            guard parser.index < parser.bytes.count, parser.bytes[parser.index] == UInt8(ascii: ":") else { return false }
+            parser.index += 1
+            guard let value = parser.value() else { return false }
             fields.append((name, value))
-            skipSpace()
-            guard index < bytes.count else { return nil }
-            if bytes[index] == UInt8(ascii: ",") {
-                index += 1
-            } else if bytes[index] == UInt8(ascii: "}") {
-                index += 1
-                return .object(fields)
-            } else {
-                return nil
-            }
+            return true
         }
+        return whole ? .object(fields) : nil
     }
 
     private mutating func array() -> JSONValue? {
+        var items: [JSONValue] = []
+        let whole = elements(closing: UInt8(ascii: "]")) { parser in
+            guard let item = parser.value() else { return false }
+            items.append(item)
+            return true
+        }
+        return whole ? .array(items) : nil
+    }
+
+    /// The elements of an object or array, from its opening byte to `closing`, each read by
+    /// `element` (false: not one) and separated by commas; at most 32 levels deep.
+    private mutating func elements(closing: UInt8, _ element: (inout JSONParser) -> Bool) -> Bool {
         depth += 1
         defer { depth -= 1 }
-        guard depth <= 32 else { return nil }
-        index += 1  // [
-        var items: [JSONValue] = []
+        guard depth <= 32 else { return false }
+        index += 1  // { or [
         skipSpace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
+        if index < bytes.count, bytes[index] == closing {
             index += 1
-            return .array(items)
+            return true
         }
         while true {
-            guard let item = value() else { return nil }
-            items.append(item)
             skipSpace()
-            guard index < bytes.count else { return nil }
+            guard element(&self) else { return false }
+            skipSpace()
+            guard index < bytes.count else { return false }
             if bytes[index] == UInt8(ascii: ",") {
                 index += 1
-            } else if bytes[index] == UInt8(ascii: "]") {
+            } else if bytes[index] == closing {
                 index += 1
-                return .array(items)
+                return true
             } else {
-                return nil
+                return false
             }
         }
     }
