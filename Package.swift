@@ -333,7 +333,7 @@ let package = Package(
         // MARK: Tests
         .testTarget(
             name: "FerryCoreTests",
-            dependencies: ["FerryCore"],
+            dependencies: ["FerryCore", "FerryTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,7 +1,6 @@
 @testable import Ferry
 import FerryTestSupport
 import Foundation
-import Synchronization
 import Testing
 
 /// Tasks that no code of the app's hears of (no delegate, no completion handler) complete
@@ -58,30 +57,22 @@ struct QuietCompletionTests {
         }
     }
 
-    /// Work that waits up to 30 s and says whether it was cancelled.
-    final class Sleeper: Sendable {
-        let cancelled = Mutex(false)
-        func work() async {
-            do { try await Task.sleep(for: .seconds(30)) } catch { cancelled.withLock { $0 = true } }
-        }
-    }
-
     @Test("RunHandle: a stop after the task arrived cancels it; a stop before it arrived cancels it as it arrives")
     func runHandle() async {
-        let running = Sleeper()
+        let running = CancellationProbe()
         let handle = RunHandle()
         let task = Task { await running.work() }
         handle.attach(task)
         handle.stop()
         await task.value
-        #expect(running.cancelled.withLock { $0 })
+        #expect(running.wasCancelled)
 
-        let early = Sleeper()
+        let early = CancellationProbe()
         let stoppedFirst = RunHandle()
         stoppedFirst.stop()
         let late = Task { await early.work() }
         stoppedFirst.attach(late)
         await late.value
-        #expect(early.cancelled.withLock { $0 })
+        #expect(early.wasCancelled)
     }
 }
