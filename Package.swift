@@ -338,7 +338,8 @@ let package = Package(
         ),
         .testTarget(
             name: "FerryEngineTests",
-            dependencies: ["FerryCore", "FerryEngine", "FerryTestSupport"],
+            dependencies: ["FerryCore", "FerryEngine", "FerryTestSupport",
+                           .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "NIOHTTP1", package: "swift-nio")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

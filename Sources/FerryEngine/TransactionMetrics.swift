@@ -12,8 +12,8 @@ public import Foundation
 /// }
 /// ```
 ///
-/// The connection's own steps (name lookup, connect, TLS handshake) happen inside
-/// AsyncHTTPClient's pool and are not timed.
+/// The connection's own steps (name lookup, connect, TLS handshake) happen inside the
+/// connection pools (AsyncHTTPClient's, or the engine's plain connections) and are not timed.
 public struct TransactionMetrics: Sendable {
     public var request: Request
     /// nil when the request failed before a response head.

@@ -73,7 +73,7 @@ extension TransferEngine {
         logger.debug("request", metadata: ["method": "\(request.method)", "url": "\(request.url.redactedForLogs)"])
         state.responseHeadArrived = false
         transaction.requestStartDate = Date()
-        let clientResponse = try await client(for: state.transfer, url: request.url).execute(outgoing, deadline: .distantFuture, logger: clientLogger)
+        let clientResponse = try await execute(outgoing, url: request.url, for: state.transfer)
         state.responseHeadArrived = true
         progress.touch()
         if let upload = state.transfer.upload {
@@ -140,6 +140,15 @@ extension TransferEngine {
         // A download that continued (206) holds the earlier bytes too.
         transaction.countOfResponseBodyBytesReceived = response.statusCode == 206 ? max(result.bytesReceived - resumeOffset, 0) : result.bytesReceived
         return .done(result)
+    }
+
+    /// Sends a request of `transfer`: a plain one (``PlainRequest``) over the engine's own
+    /// connections, any other through AsyncHTTPClient.
+    func execute(_ outgoing: HTTPClientRequest, url: URL, for transfer: Transfer) async throws -> HTTPClientResponse {
+        if let plain = PlainRequest(outgoing, proxied: transfer.proxies?.server(for: url) != nil) {
+            return try await plainConnections.execute(plain)
+        }
+        return try await client(for: transfer, url: url).execute(outgoing, deadline: .distantFuture, logger: clientLogger)
     }
 
     /// An AsyncHTTPClient request to `url` for `transfer`: with a TLS configuration of its own

@@ -35,6 +35,8 @@ public final class TransferEngine: Sendable {
         var server: ProxySettings.Server
         var http1Only: Bool
     }
+    /// Kept-alive connections for plain `http` requests without a body (``PlainHTTPConnections``).
+    let plainConnections: PlainHTTPConnections
     let limiter: HostLimiter
     let sleeper: any Sleeper
     let logger: Logger
@@ -57,6 +59,7 @@ public final class TransferEngine: Sendable {
         self.logger = logger
         self.clientLogger = logger.logLevel <= .debug ? logger : Logger(label: logger.label, factory: { _ in SwiftLogNoOpLogHandler() })
         self.limiter = HostLimiter(limit: configuration.maximumConnectionsPerHost)
+        self.plainConnections = PlainHTTPConnections(configuration: configuration)
 
         var tlsConfiguration = TLSConfiguration.makeClientConfiguration()
         tlsConfiguration.additionalTrustRoots = configuration.additionalTrustedCertificateFiles.map { .file($0) }
@@ -109,6 +112,7 @@ public final class TransferEngine: Sendable {
     /// Closes the pool. Transfers still running fail.
     public func shutdown() async throws {
         timeouts.stop()
+        await plainConnections.shutdown()
         try await client.shutdown()
         try await http1Client?.shutdown()
         for proxied in proxiedClients.withLockedValue({ clients in defer { clients = [:] }; return Array(clients.values) }) {
@@ -120,6 +124,7 @@ public final class TransferEngine: Sendable {
         // An engine dropped without `shutdown()` still closes its pool (AHC requires it);
         // the client stays alive until that is done.
         timeouts.stop()
+        plainConnections.shutdownNow()
         client.shutdown().whenComplete { _ in }
         http1Client?.shutdown().whenComplete { _ in }
         for proxied in proxiedClients.withLockedValue({ Array($0.values) }) { proxied.shutdown().whenComplete { _ in } }

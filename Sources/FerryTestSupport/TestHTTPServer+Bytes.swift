@@ -104,6 +104,7 @@ extension TestHTTPServer {
             TestContent.write(into: &buffer, offset: start + sent, count: chunk, seed: seed)
             try await out.body(buffer)
             sent += chunk
+            state.withLock { $0.bytesBodySent += chunk }
             if let drip { try await Task.sleep(for: .seconds(Double(chunk) / Double(drip))) }
         }
         if delta != 0 && !chunked { return .close }

@@ -33,6 +33,8 @@ public final class TestHTTPServer: Sendable {
         /// `/gate/<name>`: the requests waiting at each gate.
         var gates: [String: [CheckedContinuation<Void, Never>]] = [:]
         var nextID = 0
+        /// `/bytes` body bytes handed to the socket, all requests together.
+        var bytesBodySent = 0
     }
 
     typealias Connection = LoopbackHTTPListener.Connection
@@ -76,6 +78,9 @@ public final class TestHTTPServer: Sendable {
     public var totalConnections: Int { listener.counts.total }
     /// Connections open now.
     public var currentConnections: Int { listener.counts.current }
+    /// `/bytes` body bytes written to the socket so far, all requests together: how far a
+    /// server got while its client held reading back.
+    public var bytesBodySent: Int { state.withLock { $0.bytesBodySent } }
     /// Every request received since start or the last `resetStatistics()`, in arrival order.
     public var requests: [RecordedRequest] { state.withLock { $0.requests } }
 

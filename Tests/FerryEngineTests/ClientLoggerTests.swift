@@ -40,15 +40,17 @@ struct ClientLoggerTests {
         let value = Mutex((messages: 0, metadataSets: 0))
     }
 
-    /// Runs three small downloads through an engine whose logger shows `level`; what reached it.
-    func downloads(loggingAt level: Logger.Level) async throws -> (messages: Int, metadataSets: Int) {
+    /// Runs three small uploads through an engine whose logger shows `level`; what reached it.
+    /// (Uploads: requests with a body go through AsyncHTTPClient, plain `http` GETs do not.)
+    func uploads(loggingAt level: Logger.Level) async throws -> (messages: Int, metadataSets: Int) {
         let counts = Counts()
         let logger = Logger(label: "test.engine") { _ in CountingHandler(level: level, counts: counts) }
         let server = try await TestHTTPServer.start()
         let engine = try TransferEngine(configuration: EngineConfiguration(), logger: logger)
         do {
             for seed in 1...3 {
-                let result = try await engine.run(Transfer(request: Request(url: URL(string: server.baseURL + "/bytes/1000?seed=\(seed)")!)))
+                let result = try await engine.run(Transfer(request: Request(
+                    url: URL(string: server.baseURL + "/upload")!, method: "PUT", body: Data(repeating: UInt8(seed), count: 1000))))
                 #expect(result.response.statusCode == 200)
             }
             try await engine.shutdown()
@@ -63,14 +65,14 @@ struct ClientLoggerTests {
 
     @Test("at notice, no request sets metadata on the engine's logger or logs through it")
     func quietAtNotice() async throws {
-        let seen = try await downloads(loggingAt: .notice)
+        let seen = try await uploads(loggingAt: .notice)
         #expect(seen.messages == 0)
         #expect(seen.metadataSets == 0)
     }
 
     @Test("at trace, AsyncHTTPClient's own messages reach the engine's logger")
     func clientMessagesAtTrace() async throws {
-        let seen = try await downloads(loggingAt: .trace)
+        let seen = try await uploads(loggingAt: .trace)
         #expect(seen.messages > 0, "AsyncHTTPClient logs each request at trace")
         #expect(seen.metadataSets > 0, "and tags its messages with the request's identifier (ahc-request-id)")
     }

@@ -42,6 +42,8 @@ final class RecordingObserver: TransferObserver, @unchecked Sendable {
     private var _sent: [(Int64, Int64, Int64)] = []
     private var _resumedAt: [Int64] = []
     var refuseRedirects = false
+    /// Cancels the transfer on its response (`transferDidReceive(response:)` says false).
+    var refusesResponses = false
 
     var events: [String] { lock.withLock { _events } }
     var written: [(Int64, Int64, Int64)] { lock.withLock { _written } }
@@ -50,7 +52,7 @@ final class RecordingObserver: TransferObserver, @unchecked Sendable {
 
     func transferDidReceive(response: Response) async -> Bool {
         lock.withLock { _events.append("response \(response.statusCode)") }
-        return true
+        return !refusesResponses
     }
     func transferWillRedirect(response: Response, to request: Request) async -> Request? {
         lock.withLock { _events.append("redirect \(request.url.path)") }

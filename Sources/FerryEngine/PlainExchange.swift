@@ -1,0 +1,316 @@
+import FerryCore
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+
+/// One request and its response on a ``PlainConnection``: the response head and body chunks
+/// as the connection's handler reads them, and the two sides that may wait, the engine's task
+/// (for the head, for the next chunk) and the event loop (when the body runs ahead of its
+/// reader, reading pauses).
+///
+/// The handler hands over at the end of each read (`deliver`), not per part, so a head and
+/// the body that came with it wake the reader once.
+final class PlainExchange: Sendable {
+    /// Reading pauses while this much body waits for its reader, and goes on below the low mark.
+    static let pauseAbove = 512 * 1024
+    static let resumeBelow = 128 * 1024
+
+    private struct State {
+        var head: HTTPResponseHead?
+        var headWaiter: CheckedContinuation<HTTPResponseHead, any Error>?
+        var chunks = CircularBuffer<ByteBuffer>()
+        var buffered = 0
+        /// Set once: the response's end, or why there will be none.
+        var end: Result<Void, any Error>?
+        var bodyWaiter: CheckedContinuation<ByteBuffer?, any Error>?
+        /// The handler held a read back because too much body waited.
+        var readingPaused = false
+    }
+
+    let connection: PlainConnection
+    private let state = NIOLockedValueBox(State())
+
+    init(connection: PlainConnection) {
+        self.connection = connection
+    }
+
+    /// Sends the request and waits for the response's head. Cancelling closes the connection.
+    func send(_ head: HTTPRequestHead) async throws -> HTTPResponseHead {
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let failed = state.withLockedValue { state -> (any Error)? in
+                    if case .failure(let error)? = state.end { return error }
+                    state.headWaiter = continuation
+                    return nil
+                }
+                if let failed { return continuation.resume(throwing: failed) }
+                connection.onLoop { handler in handler.start(self, head: head) }
+            }
+        } onCancel: {
+            fail(CancellationError())
+        }
+    }
+
+    /// The next body chunk, nil at the body's end.
+    func nextChunk() async throws -> ByteBuffer? {
+        enum Next {
+            case chunk(ByteBuffer, resumeReading: Bool)
+            case end(Result<Void, any Error>)
+            case wait
+        }
+        let next = state.withLockedValue { state -> Next in
+            if let chunk = state.chunks.popFirst() {
+                state.buffered -= chunk.readableBytes
+                let resume = state.readingPaused && state.buffered <= Self.resumeBelow
+                if resume { state.readingPaused = false }
+                return .chunk(chunk, resumeReading: resume)
+            }
+            return state.end.map(Next.end) ?? .wait
+        }
+        switch next {
+        case .chunk(let chunk, let resume):
+            if resume { connection.onLoop { $0.resumeReading() } }
+            return chunk
+        case .end(let end):
+            try end.get()
+            return nil
+        case .wait:
+            return try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { continuation in
+                    let ready = state.withLockedValue { state -> Result<ByteBuffer?, any Error>? in
+                        if let chunk = state.chunks.popFirst() {
+                            state.buffered -= chunk.readableBytes
+                            return .success(chunk)
+                        }
+                        if let end = state.end { return end.map { nil } }
+                        state.bodyWaiter = continuation
+                        return nil
+                    }
+                    if let ready { continuation.resume(with: ready) }
+                }
+            } onCancel: {
+                fail(CancellationError())
+            }
+        }
+    }
+
+    // MARK: From the connection's handler, on its event loop
+
+    func received(_ head: HTTPResponseHead) {
+        state.withLockedValue { $0.head = head }
+    }
+
+    func received(_ chunk: ByteBuffer) {
+        state.withLockedValue { state in
+            state.chunks.append(chunk)
+            state.buffered += chunk.readableBytes
+        }
+    }
+
+    /// Whether the handler should hold its next read back (too much body waits).
+    func shouldPauseReading() -> Bool {
+        state.withLockedValue { state in
+            if state.buffered > Self.pauseAbove { state.readingPaused = true }
+            return state.readingPaused
+        }
+    }
+
+    func finish() {
+        state.withLockedValue { state in
+            if state.end == nil { state.end = .success(()) }
+        }
+        deliver()
+    }
+
+    /// Wakes whoever waits for what has arrived.
+    func deliver() {
+        let (headWaiter, head, bodyWaiter, body) = state.withLockedValue { state in
+            var headWaiter: CheckedContinuation<HTTPResponseHead, any Error>?
+            if state.head != nil { swap(&headWaiter, &state.headWaiter) }
+            var bodyWaiter: CheckedContinuation<ByteBuffer?, any Error>?
+            var body: Result<ByteBuffer?, any Error>?
+            if state.bodyWaiter != nil {
+                if let chunk = state.chunks.popFirst() {
+                    state.buffered -= chunk.readableBytes
+                    body = .success(chunk)
+                } else if let end = state.end {
+                    body = end.map { nil }
+                }
+                if body != nil { swap(&bodyWaiter, &state.bodyWaiter) }
+            }
+            return (headWaiter, state.head, bodyWaiter, body)
+        }
+        if let headWaiter, let head { headWaiter.resume(returning: head) }
+        if let bodyWaiter, let body { bodyWaiter.resume(with: body) }
+    }
+
+    /// Ends the exchange with `error` unless it has ended; whoever waits gets it. A response
+    /// not read to its end leaves its connection unusable, so it is closed.
+    func fail(_ error: any Error) {
+        let (wasOpen, headWaiter, bodyWaiter) = state.withLockedValue { state in
+            let wasOpen = state.end == nil
+            if wasOpen { state.end = .failure(error) }
+            defer { (state.headWaiter, state.bodyWaiter) = (nil, nil) }
+            return (wasOpen, state.headWaiter, state.bodyWaiter)
+        }
+        headWaiter?.resume(throwing: error)
+        bodyWaiter?.resume(throwing: error)
+        if wasOpen { connection.channel.close(promise: nil) }
+    }
+}
+
+/// The body of a plain response, as AsyncHTTPClient's response carries it. Dropped before
+/// its end (the engine stopped reading), it closes the connection.
+final class PlainResponseBody: AsyncSequence, Sendable {
+    typealias Element = ByteBuffer
+    let exchange: PlainExchange
+
+    init(exchange: PlainExchange) {
+        self.exchange = exchange
+    }
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        let body: PlainResponseBody
+        func next() async throws -> ByteBuffer? { try await body.exchange.nextChunk() }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(body: self) }
+
+    deinit {
+        exchange.fail(CancellationError())
+    }
+}
+
+/// Runs a ``PlainConnection``'s exchanges, one at a time, on its event loop: sends each
+/// request, hands the response to its ``PlainExchange``, gives the connection back to the
+/// pool at the response's end (or closes it), holds reads back while the reader is behind,
+/// and closes the connection once it has been idle for the pool's time-out.
+final class PlainConnectionHandler: ChannelDuplexHandler {
+    typealias InboundIn = HTTPClientResponsePart
+    typealias OutboundIn = HTTPClientRequestPart
+    typealias OutboundOut = HTTPClientRequestPart
+
+    struct Settings: Sendable {
+        var idleTimeout: TimeAmount
+        /// Takes the connection out of the pool's idle list for closing; false when a request
+        /// has just taken it (it is then left open for that request).
+        var withdrawIdle: @Sendable (ObjectIdentifier) -> Bool
+    }
+
+    private let settings: Settings
+    private var context: ChannelHandlerContext?
+    private var exchange: PlainExchange?
+    /// Both sides allow the connection to be used again.
+    private var keepAlive = true
+    /// A read held back for the reader.
+    private var readPending = false
+    private var lastUsed = NIODeadline.now()
+    private var idleTimer: Scheduled<Void>?
+
+    init(settings: Settings) {
+        self.settings = settings
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        idleTimer?.cancel()
+        self.context = nil
+    }
+
+    /// Sends `head` for `exchange` (the connection has no other in progress).
+    func start(_ exchange: PlainExchange, head: HTTPRequestHead) {
+        guard let context, context.channel.isActive, self.exchange == nil else {
+            return exchange.fail(ChannelError.ioOnClosedChannel)
+        }
+        self.exchange = exchange
+        keepAlive = head.isKeepAlive
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        let sent = context.eventLoop.makePromise(of: Void.self)
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: sent)
+        sent.futureResult.assumeIsolated().whenFailure { [weak self] error in self?.end(with: error) }
+        resumeReading()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard let exchange else {
+            // Bytes nobody asked for: the connection cannot be trusted with a next request.
+            return context.close(promise: nil)
+        }
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            keepAlive = keepAlive && head.isKeepAlive
+            exchange.received(head)
+        case .body(let chunk):
+            exchange.received(chunk)
+        case .end:
+            self.exchange = nil
+            lastUsed = .now()
+            // Back in the pool before the reader hears of the end, so that its next request
+            // finds the connection there.
+            if keepAlive {
+                if idleTimer == nil { armIdleTimer(in: settings.idleTimeout) }
+                exchange.connection.release()
+            } else {
+                context.close(promise: nil)
+            }
+            exchange.finish()
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        exchange?.deliver()
+        context.fireChannelReadComplete()
+    }
+
+    func read(context: ChannelHandlerContext) {
+        if let exchange, exchange.shouldPauseReading() {
+            readPending = true
+        } else {
+            context.read()
+        }
+    }
+
+    /// The reader caught up (or a new exchange began): a held-back read goes out.
+    func resumeReading() {
+        guard readPending, let context else { return }
+        readPending = false
+        context.read()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        end(with: ChannelError.eof)
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        end(with: error)
+        context.close(promise: nil)
+    }
+
+    private func end(with error: any Error) {
+        guard let exchange else { return }
+        self.exchange = nil
+        exchange.fail(error)
+    }
+
+    private func armIdleTimer(in delay: TimeAmount) {
+        guard let context else { return }
+        idleTimer = context.eventLoop.assumeIsolated().scheduleTask(in: delay) { [weak self] in
+            self?.idleTimerFired()
+        }
+    }
+
+    /// Closes the connection when idle long enough, else looks again when it could be. Armed
+    /// when a response ends and none is pending, so a busy connection costs no timer per request;
+    /// one in use when it fires is looked at again when its response ends.
+    private func idleTimerFired() {
+        idleTimer = nil
+        guard let context, exchange == nil else { return }
+        let idleFor = NIODeadline.now() - lastUsed
+        if idleFor < settings.idleTimeout { return armIdleTimer(in: settings.idleTimeout - idleFor) }
+        if settings.withdrawIdle(ObjectIdentifier(context.channel)) { context.close(promise: nil) }
+    }
+}

@@ -1,0 +1,200 @@
+import FerryCore
+import AsyncHTTPClient
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// Kept-alive HTTP/1.1 connections for the engine's plain requests: `http` without a proxy,
+/// without credentials in the URL and without a request body (GET, HEAD, DELETE…), which is
+/// most of what a session downloads.
+///
+/// Why not AsyncHTTPClient for these: for a 16 KiB file its per-request machinery (request
+/// bag, pool and body state machines, a body producer) cost about twice curl's CPU, and a
+/// session on two cores could not keep up with curl above it. Here a request is one hop onto
+/// its connection's event loop and one back: the response head is handed over when the read
+/// that carried it is complete, with whatever body that read held already buffered, so a
+/// small answer is read to its end without waiting again (``PlainExchange``). Everything else
+/// (TLS, HTTP/2, proxies, uploads) still goes through AsyncHTTPClient, and plain `http` never
+/// spoke anything but HTTP/1.1 there. To the engine both answer with an `HTTPClientResponse`.
+///
+/// The engine's ``HostLimiter`` bounds the requests in flight per host, so this pool does not
+/// bound connections itself; it keeps at most that many idle per origin, and closes one that
+/// stayed idle for `connectionIdleTimeout`.
+final class PlainHTTPConnections: Sendable {
+    struct Origin: Hashable {
+        var host: String
+        var port: Int
+    }
+
+    private struct State {
+        var idle: [Origin: [PlainConnection]] = [:]
+        var closed = false
+    }
+
+    private let state = NIOLockedValueBox(State())
+    private let idleLimit: Int
+    private let idleTimeout: TimeAmount
+    private let connectTimeout: TimeAmount
+    private let group: any EventLoopGroup
+
+    init(configuration: EngineConfiguration, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) {
+        self.idleLimit = max(1, configuration.maximumConnectionsPerHost)
+        self.idleTimeout = .milliseconds(Int64(configuration.connectionIdleTimeout * 1000))
+        // As AsyncHTTPClient's connect time-out was set: the idle time-out, at most a minute.
+        self.connectTimeout = .seconds(Int64(min(configuration.idleTimeout, 60).rounded(.up)))
+        self.group = group
+    }
+
+    /// Sends `request` and returns its response once the head has arrived; the body streams
+    /// from the connection as it is read. Reading the body to its end gives the connection
+    /// back for the next request; dropping the response before that closes it.
+    func execute(_ request: PlainRequest) async throws -> HTTPClientResponse {
+        let connection = try await connection(to: request.origin)
+        let exchange = PlainExchange(connection: connection)
+        let head = try await exchange.send(request.head)
+        return HTTPClientResponse(version: head.version, status: head.status, headers: head.headers,
+                                  body: .stream(PlainResponseBody(exchange: exchange)))
+    }
+
+    /// An idle connection to `origin` (the one released last), or a new one.
+    private func connection(to origin: Origin) async throws -> PlainConnection {
+        while let idle = state.withLockedValue({ $0.idle[origin]?.popLast() }) {
+            if idle.channel.isActive { return idle }
+        }
+        if state.withLockedValue({ $0.closed }) { throw HTTPClientError.alreadyShutdown }
+        let handlerSettings = PlainConnectionHandler.Settings(idleTimeout: idleTimeout) { [weak self] channel in
+            self?.withdrawIdle(channel, from: origin) ?? true
+        }
+        let (channel, handler) = try await ClientBootstrap(group: group)
+            .connectTimeout(connectTimeout)
+            .connect(host: origin.host, port: origin.port) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let handler = PlainConnectionHandler(settings: handlerSettings)
+                    try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                    try channel.pipeline.syncOperations.addHandler(handler)
+                    return (channel, NIOLoopBound(handler, eventLoop: channel.eventLoop))
+                }
+            }
+        let connection = PlainConnection(channel: channel, handler: handler, origin: origin, pool: self)
+        channel.closeFuture.whenComplete { [weak self] _ in self?.forget(connection) }
+        return connection
+    }
+
+    /// Takes back a connection whose response was read to its end and may be used again.
+    func release(_ connection: PlainConnection) {
+        let kept = state.withLockedValue { state -> Bool in
+            guard !state.closed, connection.channel.isActive, state.idle[connection.origin, default: []].count < idleLimit else { return false }
+            state.idle[connection.origin, default: []].append(connection)
+            return true
+        }
+        if !kept { connection.channel.close(promise: nil) }
+    }
+
+    /// Takes the connection over `channel` out of the idle list, to close it; false when it is
+    /// not there (a request has it).
+    private func withdrawIdle(_ channel: ObjectIdentifier, from origin: Origin) -> Bool {
+        state.withLockedValue { state in
+            guard let index = state.idle[origin]?.firstIndex(where: { ObjectIdentifier($0.channel) == channel }) else { return false }
+            state.idle[origin]?.remove(at: index)
+            return true
+        }
+    }
+
+    private func forget(_ connection: PlainConnection) {
+        state.withLockedValue { state in
+            state.idle[connection.origin]?.removeAll { $0 === connection }
+        }
+    }
+
+    /// Closes the idle connections; the ones in use close when their response ends.
+    func shutdown() async {
+        let idle = closeAll()
+        for connection in idle { try? await connection.channel.close() }
+    }
+
+    /// As ``shutdown()`` without waiting (an engine dropped without shutting down).
+    func shutdownNow() {
+        for connection in closeAll() { connection.channel.close(promise: nil) }
+    }
+
+    private func closeAll() -> [PlainConnection] {
+        state.withLockedValue { state in
+            state.closed = true
+            defer { state.idle = [:] }
+            return state.idle.values.flatMap { $0 }
+        }
+    }
+}
+
+/// One connection of ``PlainHTTPConnections``: its channel and the handler that runs its
+/// exchanges, one at a time.
+final class PlainConnection: Sendable {
+    let channel: any Channel
+    let origin: PlainHTTPConnections.Origin
+    private let handler: NIOLoopBound<PlainConnectionHandler>
+    private let pool: PlainHTTPConnections
+
+    init(channel: any Channel, handler: NIOLoopBound<PlainConnectionHandler>, origin: PlainHTTPConnections.Origin, pool: PlainHTTPConnections) {
+        self.channel = channel
+        self.handler = handler
+        self.origin = origin
+        self.pool = pool
+    }
+
+    /// Runs `body` with the connection's handler, on its event loop.
+    func onLoop(_ body: @escaping @Sendable (PlainConnectionHandler) -> Void) {
+        let handler = handler
+        channel.eventLoop.execute { body(handler.value) }
+    }
+
+    func release() { pool.release(self) }
+}
+
+/// A request the plain connections can carry (see ``PlainHTTPConnections``): its origin and
+/// its head, with `Host` set from the URL's text.
+struct PlainRequest {
+    var origin: PlainHTTPConnections.Origin
+    var head: HTTPRequestHead
+
+    /// nil when the request needs AsyncHTTPClient: another scheme, a body, a proxy, or
+    /// credentials in the URL (AsyncHTTPClient's rules for those are kept by sending it there).
+    init?(_ outgoing: HTTPClientRequest, proxied: Bool) {
+        guard !proxied, case .none = outgoing.body else { return nil }
+        let text = outgoing.url
+        guard text.count > 7, text.prefix(7).lowercased() == "http://" else { return nil }
+        let rest = text.dropFirst(7)
+        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
+        let authority = rest[..<authorityEnd]
+        guard !authority.isEmpty, !authority.contains("@"), let (host, port) = Self.hostAndPort(authority) else { return nil }
+        var target = String(rest[authorityEnd...].prefix { $0 != "#" })
+        if target.isEmpty || target.first == "?" { target = "/" + target }
+        var headers = outgoing.headers
+        if !headers.contains(name: "Host") { headers.add(name: "Host", value: String(authority)) }
+        self.origin = .init(host: host, port: port)
+        self.head = HTTPRequestHead(version: .http1_1, method: outgoing.method, uri: target, headers: headers)
+    }
+
+    /// `host`, `host:port`, `[v6]` or `[v6]:port`; the port defaults to 80.
+    private static func hostAndPort(_ authority: Substring) -> (String, Int)? {
+        var host = authority
+        var portText: Substring = ""
+        if authority.first == "[" {
+            guard let close = authority.firstIndex(of: "]") else { return nil }
+            host = authority[authority.index(after: authority.startIndex)..<close]
+            let after = authority[authority.index(after: close)...]
+            if !after.isEmpty {
+                guard after.first == ":" else { return nil }
+                portText = after.dropFirst()
+            }
+        } else if let colon = authority.lastIndex(of: ":") {
+            host = authority[..<colon]
+            portText = authority[authority.index(after: colon)...]
+        }
+        guard !host.isEmpty else { return nil }
+        if portText.isEmpty { return (String(host), 80) }
+        guard let port = Int(portText), (1...65535).contains(port) else { return nil }
+        return (String(host), port)
+    }
+}
