@@ -50,23 +50,25 @@ final class PlainHTTPConnections: Sendable {
     /// Sends `request` and returns its response once the head has arrived; the body streams
     /// from the connection as it is read. Reading the body to its end gives the connection
     /// back for the next request; dropping the response before that closes it.
-    func execute(_ request: PlainRequest) async throws -> HTTPClientResponse {
-        let connection = try await connection(to: request.origin)
+    func execute(_ request: PlainRequest) async throws -> (HTTPClientResponse, ConnectionUse) {
+        let (connection, reused) = try await connection(to: request.origin)
         let exchange = PlainExchange(connection: connection)
         let head = try await exchange.send(request.head)
-        return HTTPClientResponse(version: head.version, status: head.status, headers: head.headers,
-                                  body: .stream(PlainResponseBody(exchange: exchange)))
+        let response = HTTPClientResponse(version: head.version, status: head.status, headers: head.headers,
+                                          body: .stream(PlainResponseBody(exchange: exchange)))
+        return (response, connection.use(reused: reused))
     }
 
-    /// An idle connection to `origin` (the one released last), or a new one.
-    private func connection(to origin: Origin) async throws -> PlainConnection {
+    /// An idle connection to `origin` (the one released last), or a new one; whether it was idle.
+    private func connection(to origin: Origin) async throws -> (PlainConnection, reused: Bool) {
         while let idle = state.withLockedValue({ $0.idle[origin]?.popLast() }) {
-            if idle.channel.isActive { return idle }
+            if idle.channel.isActive { return (idle, true) }
         }
         if state.withLockedValue({ $0.closed }) { throw HTTPClientError.alreadyShutdown }
         let handlerSettings = PlainConnectionHandler.Settings(idleTimeout: idleTimeout) { [weak self] channel in
             self?.withdrawIdle(channel, from: origin) ?? true
         }
+        let connectStart = Date()
         let (channel, handler) = try await ClientBootstrap(group: group)
             .connectTimeout(connectTimeout)
             .connect(host: origin.host, port: origin.port) { channel in
@@ -77,9 +79,10 @@ final class PlainHTTPConnections: Sendable {
                     return (channel, NIOLoopBound(handler, eventLoop: channel.eventLoop))
                 }
             }
-        let connection = PlainConnection(channel: channel, handler: handler, origin: origin, pool: self)
+        let connection = PlainConnection(channel: channel, handler: handler, origin: origin, pool: self,
+                                         opened: connectStart..<Date())
         channel.closeFuture.whenComplete { [weak self] _ in self?.forget(connection) }
-        return connection
+        return (connection, false)
     }
 
     /// Takes back a connection whose response was read to its end and may be used again.
@@ -135,12 +138,25 @@ final class PlainConnection: Sendable {
     let origin: PlainHTTPConnections.Origin
     private let handler: NIOLoopBound<PlainConnectionHandler>
     private let pool: PlainHTTPConnections
+    /// When opening it began and ended.
+    private let opened: Range<Date>
 
-    init(channel: any Channel, handler: NIOLoopBound<PlainConnectionHandler>, origin: PlainHTTPConnections.Origin, pool: PlainHTTPConnections) {
+    init(channel: any Channel, handler: NIOLoopBound<PlainConnectionHandler>, origin: PlainHTTPConnections.Origin,
+         pool: PlainHTTPConnections, opened: Range<Date>) {
         self.channel = channel
         self.handler = handler
         self.origin = origin
         self.pool = pool
+        self.opened = opened
+    }
+
+    /// What a request's metrics say of this connection.
+    func use(reused: Bool) -> ConnectionUse {
+        ConnectionUse(
+            isReused: reused,
+            connectStartDate: reused ? nil : opened.lowerBound, connectEndDate: reused ? nil : opened.upperBound,
+            localAddress: channel.localAddress?.ipAddress, localPort: channel.localAddress?.port,
+            remoteAddress: channel.remoteAddress?.ipAddress, remotePort: channel.remoteAddress?.port)
     }
 
     /// Runs `body` with the connection's handler, on its event loop.

@@ -12,8 +12,9 @@ public import Foundation
 /// }
 /// ```
 ///
-/// The connection's own steps (name lookup, connect, TLS handshake) happen inside the
-/// connection pools (AsyncHTTPClient's, or the engine's plain connections) and are not timed.
+/// The connection is described for plain `http` requests, which go over the engine's own
+/// connections (``connection``); AsyncHTTPClient's pool (TLS, HTTP/2, proxies, bodies) tells
+/// nothing of its connections, so there it is nil.
 public struct TransactionMetrics: Sendable {
     public var request: Request
     /// nil when the request failed before a response head.
@@ -32,6 +33,8 @@ public struct TransactionMetrics: Sendable {
     public var isProxyConnection: Bool
     public var countOfRequestBodyBytesSent: Int64
     public var countOfResponseBodyBytesReceived: Int64
+    /// The connection the request went over, when the engine knows it (plain `http`).
+    public var connection: ConnectionUse?
 
     init(request: Request, isProxyConnection: Bool) {
         self.request = request
@@ -47,4 +50,18 @@ public struct TransactionMetrics: Sendable {
         responseStartDate = Date()
         networkProtocolName = response.httpVersion.hasPrefix("HTTP/2") ? "h2" : response.httpVersion.lowercased()
     }
+}
+
+/// The connection one request went over: new or kept alive, when it was opened, and its ends.
+public struct ConnectionUse: Sendable, Hashable {
+    /// It had carried an earlier request (kept alive) and was taken from the pool.
+    public var isReused: Bool
+    /// When opening it began and ended (name lookup included: the two are one step here);
+    /// nil for a reused connection, as URLSession reports them.
+    public var connectStartDate: Date?
+    public var connectEndDate: Date?
+    public var localAddress: String?
+    public var localPort: Int?
+    public var remoteAddress: String?
+    public var remotePort: Int?
 }

@@ -73,7 +73,10 @@ extension TransferEngine {
         logger.debug("request", metadata: ["method": "\(request.method)", "url": "\(request.url.redactedForLogs)"])
         state.responseHeadArrived = false
         transaction.requestStartDate = Date()
-        let clientResponse = try await execute(outgoing, url: request.url, for: state.transfer)
+        let (clientResponse, connection) = try await execute(outgoing, url: request.url, for: state.transfer)
+        transaction.connection = connection
+        // A new connection was opened first: the request was handed to it once it was open.
+        if let opened = connection?.connectEndDate { transaction.requestStartDate = opened }
         state.responseHeadArrived = true
         progress.touch()
         if let upload = state.transfer.upload {
@@ -143,12 +146,12 @@ extension TransferEngine {
     }
 
     /// Sends a request of `transfer`: a plain one (``PlainRequest``) over the engine's own
-    /// connections, any other through AsyncHTTPClient.
-    func execute(_ outgoing: HTTPClientRequest, url: URL, for transfer: Transfer) async throws -> HTTPClientResponse {
+    /// connections, which describe the connection used, any other through AsyncHTTPClient.
+    func execute(_ outgoing: HTTPClientRequest, url: URL, for transfer: Transfer) async throws -> (HTTPClientResponse, ConnectionUse?) {
         if let plain = PlainRequest(outgoing, proxied: transfer.proxies?.server(for: url) != nil) {
             return try await plainConnections.execute(plain)
         }
-        return try await client(for: transfer, url: url).execute(outgoing, deadline: .distantFuture, logger: clientLogger)
+        return (try await client(for: transfer, url: url).execute(outgoing, deadline: .distantFuture, logger: clientLogger), nil)
     }
 
     /// An AsyncHTTPClient request to `url` for `transfer`: with a TLS configuration of its own

@@ -31,6 +31,31 @@ struct MetricsTests {
         }
     }
 
+    @Test("plain http: the first request opens its connection (connect dates in order, its two ends), the next reuses it")
+    func connection() async throws {
+        try await withServer { server in
+            let recorder = MetricsRecorder()
+            let session = URLSession(configuration: .ephemeral, delegate: recorder, delegateQueue: nil)
+            _ = try await session.data(from: server.url("/bytes/100"))
+            let first = try #require(await recorder.next()?.transactionMetrics.first)
+            _ = try await session.data(from: server.url("/bytes/200"))
+            let second = try #require(await recorder.next()?.transactionMetrics.first)
+
+            #expect(!first.isReusedConnection)
+            let connect = [first.fetchStartDate, first.connectStartDate, first.connectEndDate, first.requestStartDate]
+            #expect(connect.compactMap { $0 }.count == 4 && connect.compactMap { $0 } == connect.compactMap { $0 }.sorted(),
+                    "fetch ≤ connect start ≤ connect end ≤ request")
+            #expect(first.domainLookupStartDate == nil, "name lookup is inside the connect step")
+            #expect(first.remoteAddress == "127.0.0.1" && first.remotePort == server.port)
+            #expect(first.localAddress == "127.0.0.1" && (first.localPort ?? 0) > 0)
+
+            #expect(second.isReusedConnection)
+            #expect(second.connectStartDate == nil && second.connectEndDate == nil)
+            #expect(second.localPort == first.localPort, "the same connection")
+            session.finishTasksAndInvalidate()
+        }
+    }
+
     @Test("an upload counts its body; a request that fails has a transaction without a response")
     func uploadAndFailure() async throws {
         try await withServer { server in

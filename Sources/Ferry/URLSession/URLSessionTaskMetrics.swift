@@ -21,9 +21,11 @@ public final class URLSessionTaskMetrics: Sendable {
     }
 }
 
-/// One request of a task, timed. The connection's own steps (name lookup, connect, TLS)
-/// happen inside Ferry's connection pool and are not timed: their dates are nil, and so are
-/// the addresses and TLS details (docs/porting.md).
+/// One request of a task, timed. For plain `http` requests the connection is described (new
+/// or reused, when it was opened, its addresses); name lookup is part of the connect step, so
+/// its own dates are nil. Over TLS, HTTP/2, a proxy or with a body, the connection is
+/// AsyncHTTPClient's and not described: those dates and addresses are nil and
+/// `isReusedConnection` is false (docs/porting.md).
 public final class URLSessionTaskTransactionMetrics: Sendable {
     public enum ResourceFetchType: Int, Sendable {
         case unknown = 0, networkLoad = 1, serverPush = 2, localCache = 3
@@ -34,10 +36,11 @@ public final class URLSessionTaskTransactionMetrics: Sendable {
     public let fetchStartDate: Date?
     public var domainLookupStartDate: Date? { nil }
     public var domainLookupEndDate: Date? { nil }
-    public var connectStartDate: Date? { nil }
+    /// When opening the connection began (name lookup included); nil for a reused one.
+    public let connectStartDate: Date?
     public var secureConnectionStartDate: Date? { nil }
     public var secureConnectionEndDate: Date? { nil }
-    public var connectEndDate: Date? { nil }
+    public let connectEndDate: Date?
     public let requestStartDate: Date?
     /// Ferry hands the request to its connection in one step: the same as ``requestStartDate``.
     public var requestEndDate: Date? { requestStartDate }
@@ -46,8 +49,12 @@ public final class URLSessionTaskTransactionMetrics: Sendable {
     /// `http/1.1` or `h2`.
     public let networkProtocolName: String?
     public let isProxyConnection: Bool
-    /// Not known: false.
-    public var isReusedConnection: Bool { false }
+    /// The request went over a kept-alive connection an earlier request had opened.
+    public let isReusedConnection: Bool
+    public let localAddress: String?
+    public let localPort: Int?
+    public let remoteAddress: String?
+    public let remotePort: Int?
     public var resourceFetchType: ResourceFetchType { .networkLoad }
     public let countOfRequestBodyBytesSent: Int64
     public let countOfResponseBodyBytesReceived: Int64
@@ -63,5 +70,13 @@ public final class URLSessionTaskTransactionMetrics: Sendable {
         isProxyConnection = transaction.isProxyConnection
         countOfRequestBodyBytesSent = transaction.countOfRequestBodyBytesSent
         countOfResponseBodyBytesReceived = transaction.countOfResponseBodyBytesReceived
+        let connection = transaction.connection
+        connectStartDate = connection?.connectStartDate
+        connectEndDate = connection?.connectEndDate
+        isReusedConnection = connection?.isReused ?? false
+        localAddress = connection?.localAddress
+        localPort = connection?.localPort
+        remoteAddress = connection?.remoteAddress
+        remotePort = connection?.remotePort
     }
 }
