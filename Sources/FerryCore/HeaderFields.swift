@@ -42,7 +42,13 @@ public struct HeaderFields: Sendable, Hashable, Sequence, ExpressibleByDictionar
     }
 
     public init<S: Sequence>(_ pairs: S) where S.Element == (String, String) {
+        fields.reserveCapacity(pairs.underestimatedCount)
         for (name, value) in pairs { add(name: name, value: value) }
+    }
+
+    /// Makes room for `count` fields at once (a response's head is copied in one go).
+    public mutating func reserveCapacity(_ count: Int) {
+        fields.reserveCapacity(count)
     }
 
     /// The first value for `name`; setting replaces every field of that name (nil removes them).

@@ -115,11 +115,15 @@ final class PlainExchange: Sendable {
         }
     }
 
-    func finish() {
+    /// The response ended: true when this made the end, false when the reader had already
+    /// given up (``fail(_:)``), whose connection is then closing and must not go back to the pool.
+    /// Decided under the lock, so a reader giving up at the same moment is one or the other.
+    func markEnded() -> Bool {
         state.withLockedValue { state in
-            if state.end == nil { state.end = .success(()) }
+            guard state.end == nil else { return false }
+            state.end = .success(())
+            return true
         }
-        deliver()
     }
 
     /// Wakes whoever waits for what has arrived.
@@ -249,14 +253,14 @@ final class PlainConnectionHandler: ChannelDuplexHandler {
             self.exchange = nil
             lastUsed = .now()
             // Back in the pool before the reader hears of the end, so that its next request
-            // finds the connection there.
-            if keepAlive {
+            // finds the connection there; not when the reader gave up first (it is closing).
+            if exchange.markEnded() && keepAlive {
                 if idleTimer == nil { armIdleTimer(in: settings.idleTimeout) }
                 exchange.connection.release()
             } else {
                 context.close(promise: nil)
             }
-            exchange.finish()
+            exchange.deliver()
         }
     }
 

@@ -30,6 +30,8 @@ final class PlainHTTPConnections: Sendable {
 
     private struct State {
         var idle: [Origin: [PlainConnection]] = [:]
+        /// Every open connection, idle or in use, to close them all at shutdown.
+        var open: [ObjectIdentifier: PlainConnection] = [:]
         var closed = false
     }
 
@@ -69,20 +71,49 @@ final class PlainHTTPConnections: Sendable {
             self?.withdrawIdle(channel, from: origin) ?? true
         }
         let connectStart = Date()
-        let (channel, handler) = try await ClientBootstrap(group: group)
+        let (channel, handler) = try await open(origin, settings: handlerSettings)
+        let connection = PlainConnection(channel: channel, handler: handler, origin: origin, pool: self,
+                                         connectStart: connectStart, connectEnd: max(connectStart, Date()))
+        let shutDown = state.withLockedValue { state in
+            state.open[ObjectIdentifier(connection)] = connection
+            return state.closed
+        }
+        channel.closeFuture.whenComplete { [weak self] _ in self?.forget(connection) }
+        if shutDown { channel.close(promise: nil) }
+        return (connection, false)
+    }
+
+    /// Opens a connection to `origin`. Cancelling the calling task gives up at once, as
+    /// AsyncHTTPClient did for a request waiting for its connection (NIO's connect runs to its
+    /// own time-out otherwise); a connection that opens after that is closed.
+    private func open(_ origin: Origin, settings: PlainConnectionHandler.Settings) async throws
+        -> (any Channel, NIOLoopBound<PlainConnectionHandler>)
+    {
+        let made = NIOLockedValueBox<NIOLoopBound<PlainConnectionHandler>?>(nil)
+        let connecting = ClientBootstrap(group: group)
             .connectTimeout(connectTimeout)
-            .connect(host: origin.host, port: origin.port) { channel in
+            .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    let handler = PlainConnectionHandler(settings: handlerSettings)
+                    let handler = PlainConnectionHandler(settings: settings)
                     try channel.pipeline.syncOperations.addHTTPClientHandlers()
                     try channel.pipeline.syncOperations.addHandler(handler)
-                    return (channel, NIOLoopBound(handler, eventLoop: channel.eventLoop))
+                    made.withLockedValue { $0 = NIOLoopBound(handler, eventLoop: channel.eventLoop) }
                 }
             }
-        let connection = PlainConnection(channel: channel, handler: handler, origin: origin, pool: self,
-                                         opened: connectStart..<Date())
-        channel.closeFuture.whenComplete { [weak self] _ in self?.forget(connection) }
-        return (connection, false)
+            .connect(host: origin.host, port: origin.port)
+        let waiter = ConnectWaiter()
+        let channel = try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                waiter.wait(continuation)
+                connecting.whenComplete { result in
+                    if !waiter.finish(with: result), case .success(let channel) = result { channel.close(promise: nil) }
+                }
+            }
+        } onCancel: {
+            _ = waiter.finish(with: .failure(CancellationError()))
+        }
+        guard let handler = made.withLockedValue({ $0 }) else { throw ChannelError.ioOnClosedChannel }
+        return (channel, handler)
     }
 
     /// Takes back a connection whose response was read to its end and may be used again.
@@ -108,13 +139,13 @@ final class PlainHTTPConnections: Sendable {
     private func forget(_ connection: PlainConnection) {
         state.withLockedValue { state in
             state.idle[connection.origin]?.removeAll { $0 === connection }
+            state.open[ObjectIdentifier(connection)] = nil
         }
     }
 
-    /// Closes the idle connections; the ones in use close when their response ends.
+    /// Closes every connection: the transfers still running on one fail, as AsyncHTTPClient's do.
     func shutdown() async {
-        let idle = closeAll()
-        for connection in idle { try? await connection.channel.close() }
+        for connection in closeAll() { try? await connection.channel.close() }
     }
 
     /// As ``shutdown()`` without waiting (an engine dropped without shutting down).
@@ -125,9 +156,42 @@ final class PlainHTTPConnections: Sendable {
     private func closeAll() -> [PlainConnection] {
         state.withLockedValue { state in
             state.closed = true
-            defer { state.idle = [:] }
-            return state.idle.values.flatMap { $0 }
+            state.idle = [:]
+            return Array(state.open.values)
         }
+    }
+}
+
+/// Where a connect's outcome goes: to the waiting task, unless cancellation answered it
+/// first. One answer only, whichever comes first.
+private final class ConnectWaiter: Sendable {
+    private enum State {
+        case idle
+        case waiting(CheckedContinuation<any Channel, any Error>)
+        case answered
+    }
+
+    private let state = NIOLockedValueBox(State.idle)
+
+    func wait(_ continuation: CheckedContinuation<any Channel, any Error>) {
+        let answeredAlready = state.withLockedValue { state -> Bool in
+            guard case .idle = state else { return true }
+            state = .waiting(continuation)
+            return false
+        }
+        if answeredAlready { continuation.resume(throwing: CancellationError()) }
+    }
+
+    /// Answers the waiter with `result`; false when it did not get it (it had an answer already,
+    /// or was not waiting yet: then it gets cancellation's answer when it comes).
+    func finish(with result: Result<any Channel, any Error>) -> Bool {
+        let waiting = state.withLockedValue { state -> CheckedContinuation<any Channel, any Error>? in
+            defer { state = .answered }
+            guard case .waiting(let continuation) = state else { return nil }
+            return continuation
+        }
+        waiting?.resume(with: result)
+        return waiting != nil
     }
 }
 
@@ -139,22 +203,24 @@ final class PlainConnection: Sendable {
     private let handler: NIOLoopBound<PlainConnectionHandler>
     private let pool: PlainHTTPConnections
     /// When opening it began and ended.
-    private let opened: Range<Date>
+    private let connectStart: Date
+    private let connectEnd: Date
 
     init(channel: any Channel, handler: NIOLoopBound<PlainConnectionHandler>, origin: PlainHTTPConnections.Origin,
-         pool: PlainHTTPConnections, opened: Range<Date>) {
+         pool: PlainHTTPConnections, connectStart: Date, connectEnd: Date) {
         self.channel = channel
         self.handler = handler
         self.origin = origin
         self.pool = pool
-        self.opened = opened
+        self.connectStart = connectStart
+        self.connectEnd = connectEnd
     }
 
     /// What a request's metrics say of this connection.
     func use(reused: Bool) -> ConnectionUse {
         ConnectionUse(
             isReused: reused,
-            connectStartDate: reused ? nil : opened.lowerBound, connectEndDate: reused ? nil : opened.upperBound,
+            connectStartDate: reused ? nil : connectStart, connectEndDate: reused ? nil : connectEnd,
             localAddress: channel.localAddress?.ipAddress, localPort: channel.localAddress?.port,
             remoteAddress: channel.remoteAddress?.ipAddress, remotePort: channel.remoteAddress?.port)
     }
@@ -174,21 +240,29 @@ struct PlainRequest {
     var origin: PlainHTTPConnections.Origin
     var head: HTTPRequestHead
 
-    /// nil when the request needs AsyncHTTPClient: another scheme, a body, a proxy, or
-    /// credentials in the URL (AsyncHTTPClient's rules for those are kept by sending it there).
+    /// nil when the request needs AsyncHTTPClient: another scheme, a body, a proxy, a method
+    /// that frames an empty body (POST, PUT, PATCH: `Content-Length: 0` there), credentials or
+    /// percent-encoding in the URL's authority (AsyncHTTPClient's rules for those are kept by
+    /// sending it there).
     init?(_ outgoing: HTTPClientRequest, proxied: Bool) {
-        guard !proxied, case .none = outgoing.body else { return nil }
+        guard !proxied, case .none = outgoing.body, ![.POST, .PUT, .PATCH].contains(outgoing.method) else { return nil }
         let text = outgoing.url
         guard text.count > 7, text.prefix(7).lowercased() == "http://" else { return nil }
         let rest = text.dropFirst(7)
         let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
         let authority = rest[..<authorityEnd]
-        guard !authority.isEmpty, !authority.contains("@"), let (host, port) = Self.hostAndPort(authority) else { return nil }
+        guard !authority.isEmpty, !authority.contains("@"), !authority.contains("%"),
+            let (host, port) = Self.hostAndPort(authority)
+        else { return nil }
         var target = String(rest[authorityEnd...].prefix { $0 != "#" })
         if target.isEmpty || target.first == "?" { target = "/" + target }
         var headers = outgoing.headers
+        // No body goes with it: framing the caller wrote would leave the server waiting.
+        headers.remove(name: "Content-Length")
+        headers.remove(name: "Transfer-Encoding")
         if !headers.contains(name: "Host") { headers.add(name: "Host", value: String(authority)) }
-        self.origin = .init(host: host, port: port)
+        // Names differ only in case for the same host: one idle list.
+        self.origin = .init(host: host.utf8.contains(where: { (65...90).contains($0) }) ? host.lowercased() : host, port: port)
         self.head = HTTPRequestHead(version: .http1_1, method: outgoing.method, uri: target, headers: headers)
     }
 

@@ -227,6 +227,7 @@ extension TransferEngine {
 extension Response {
     init(_ response: HTTPClientResponse, url: URL) {
         var headers = HeaderFields()
+        headers.reserveCapacity(response.headers.count)
         for (name, value) in response.headers { headers.add(name: name, value: value) }
         self.init(
             url: url,

@@ -113,6 +113,53 @@ struct PlainHTTPConnectionTests {
         }
     }
 
+    @Test("cancelling while the connection is being opened ends the transfer at once, not at the connect time-out")
+    func cancelledWhileConnecting() async throws {
+        // A listener that never accepts, its queue filled: the kernel drops further SYNs, so a
+        // connect hangs until its time-out (here a minute, from the idle time-out).
+        let listener = try StalledListener()
+        defer { listener.close() }
+        let engine = try TransferEngine(configuration: EngineConfiguration())
+        let target = URL(string: "http://127.0.0.1:\(listener.port)/x")!
+        let run = Task {
+            try await engine.run(Transfer(request: Request(url: target)))
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        let cancelled = ContinuousClock.now
+        run.cancel()
+        let outcome = await run.result
+        #expect((outcome.failure as? FerryError)?.code == .cancelled)
+        #expect(ContinuousClock.now - cancelled < .seconds(10), "ended at the cancellation (the connect time-out is 60 s)")
+        try await engine.shutdown()
+    }
+
+    @Test("the engine's shutdown ends a transfer that is still reading")
+    func shutdownEndsRunning() async throws {
+        let server = try await TestHTTPServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let engine = try TransferEngine(configuration: EngineConfiguration())
+        let observer = RecordingObserver()
+        let run = Task {
+            try await engine.run(Transfer(request: Request(url: url(server, "/bytes/1000000?drip=20000")), destination: .stream), observer: observer)
+        }
+        try await poll(until: "the body began") { observer.events.contains("response 200") }
+        try await engine.shutdown()
+        let outcome = await run.result
+        #expect(outcome.failure is FerryError, "the transfer failed instead of reading on")
+        try await poll(until: "the connection closed", observed: "\(server.currentConnections) open") { server.currentConnections == 0 }
+    }
+
+    @Test("a request's own framing headers are not sent without a body; a POST without one goes with Content-Length: 0")
+    func framing() async throws {
+        try await withServerAndEngine { server, engine in
+            _ = try await engine.run(Transfer(request: Request(url: url(server, "/bytes/10"), headers: ["Content-Length": "10", "Transfer-Encoding": "chunked"])))
+            let get = try #require(server.requests.last)
+            #expect(get.header("Content-Length") == nil && get.header("Transfer-Encoding") == nil)
+            _ = try await engine.run(Transfer(request: Request(url: url(server, "/upload"), method: "POST")))
+            #expect(server.requests.last?.header("Content-Length") == "0")
+        }
+    }
+
     @Test("which requests go over plain connections, and the request line and Host they get")
     func plainRequests() throws {
         func plain(_ text: String, method: HTTPMethod = .GET, body: Bool = false, proxied: Bool = false) -> PlainRequest? {
@@ -135,6 +182,48 @@ struct PlainHTTPConnectionTests {
         #expect(plain("http://h/", method: .PUT, body: true) == nil, "a body")
         #expect(plain("http://h/", proxied: true) == nil, "a proxy")
         #expect(plain("http://h:0/") == nil && plain("http://h:99999/") == nil && plain("http://[::1/") == nil)
+        #expect(plain("http://%65xample.test/") == nil, "percent-encoding in the authority")
+        #expect(plain("http://h/", method: .POST) == nil && plain("http://h/", method: .PUT) == nil && plain("http://h/", method: .PATCH) == nil,
+                "methods whose empty body is framed")
+        #expect(try #require(plain("http://Example.TEST:81/")).origin == .init(host: "example.test", port: 81))
+        #expect(try #require(plain("http://Example.TEST/")).head.headers["Host"] == ["Example.TEST"], "Host as written")
+    }
+}
+
+/// A TCP listener on 127.0.0.1 that never accepts, its queue filled by connections of its own,
+/// so that the kernel drops further SYNs and a connect to it waits.
+private final class StalledListener {
+    let port: Int
+    private var descriptors: [Int32] = []
+
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw POSIXError(.EIO) }
+        descriptors.append(fd)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && listen(fd, 0) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else { throw POSIXError(.EADDRINUSE) }
+        port = Int(UInt16(bigEndian: address.sin_port))
+        // Fill the accept queue (a backlog of 0 holds one; a few more for good measure), each
+        // connect non-blocking so that the ones the kernel drops do not wait here.
+        for _ in 0..<4 {
+            let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+            descriptors.append(client)
+            _ = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(client, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+        }
+        usleep(100_000)
+    }
+
+    func close() {
+        for fd in descriptors { Glibc.close(fd) }
+        descriptors = []
     }
 }
 
