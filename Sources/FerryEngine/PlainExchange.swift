@@ -25,6 +25,18 @@ final class PlainExchange: Sendable {
         var bodyWaiter: CheckedContinuation<ByteBuffer?, any Error>?
         /// The handler held a read back because too much body waited.
         var readingPaused = false
+
+        /// What a reader gets next, if anything is there: a chunk, or the end; with whether
+        /// reading should go on (a paused body drained below the low mark).
+        mutating func takeNext() -> (Result<ByteBuffer?, any Error>, resumeReading: Bool)? {
+            if let chunk = chunks.popFirst() {
+                buffered -= chunk.readableBytes
+                let resume = readingPaused && buffered <= PlainExchange.resumeBelow
+                if resume { readingPaused = false }
+                return (.success(chunk), resume)
+            }
+            return end.map { ($0.map { nil }, false) }
+        }
     }
 
     let connection: PlainConnection
@@ -53,45 +65,30 @@ final class PlainExchange: Sendable {
 
     /// The next body chunk, nil at the body's end.
     func nextChunk() async throws -> ByteBuffer? {
-        enum Next {
-            case chunk(ByteBuffer, resumeReading: Bool)
-            case end(Result<Void, any Error>)
-            case wait
+        if case let (next, resume)? = state.withLockedValue({ $0.takeNext() }) {
+            if resume { resumeReading() }
+            return try next.get()
         }
-        let next = state.withLockedValue { state -> Next in
-            if let chunk = state.chunks.popFirst() {
-                state.buffered -= chunk.readableBytes
-                let resume = state.readingPaused && state.buffered <= Self.resumeBelow
-                if resume { state.readingPaused = false }
-                return .chunk(chunk, resumeReading: resume)
-            }
-            return state.end.map(Next.end) ?? .wait
-        }
-        switch next {
-        case .chunk(let chunk, let resume):
-            if resume { connection.onLoop { $0.resumeReading() } }
-            return chunk
-        case .end(let end):
-            try end.get()
-            return nil
-        case .wait:
-            return try await withTaskCancellationHandler {
-                try await withCheckedThrowingContinuation { continuation in
-                    let ready = state.withLockedValue { state -> Result<ByteBuffer?, any Error>? in
-                        if let chunk = state.chunks.popFirst() {
-                            state.buffered -= chunk.readableBytes
-                            return .success(chunk)
-                        }
-                        if let end = state.end { return end.map { nil } }
-                        state.bodyWaiter = continuation
-                        return nil
-                    }
-                    if let ready { continuation.resume(with: ready) }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let ready = state.withLockedValue { state -> (Result<ByteBuffer?, any Error>, resumeReading: Bool)? in
+                    if let ready = state.takeNext() { return ready }
+                    state.bodyWaiter = continuation
+                    return nil
                 }
-            } onCancel: {
-                fail(CancellationError())
+                if case let (next, resume)? = ready {
+                    if resume { resumeReading() }
+                    continuation.resume(with: next)
+                }
             }
+        } onCancel: {
+            fail(CancellationError())
         }
+    }
+
+    /// A read held back for this reader goes out (on the connection's loop).
+    private func resumeReading() {
+        connection.onLoop { $0.resumeReading() }
     }
 
     // MARK: From the connection's handler, on its event loop
@@ -132,20 +129,18 @@ final class PlainExchange: Sendable {
             var headWaiter: CheckedContinuation<HTTPResponseHead, any Error>?
             if state.head != nil { swap(&headWaiter, &state.headWaiter) }
             var bodyWaiter: CheckedContinuation<ByteBuffer?, any Error>?
-            var body: Result<ByteBuffer?, any Error>?
-            if state.bodyWaiter != nil {
-                if let chunk = state.chunks.popFirst() {
-                    state.buffered -= chunk.readableBytes
-                    body = .success(chunk)
-                } else if let end = state.end {
-                    body = end.map { nil }
-                }
-                if body != nil { swap(&bodyWaiter, &state.bodyWaiter) }
+            var body: (Result<ByteBuffer?, any Error>, resumeReading: Bool)?
+            if state.bodyWaiter != nil, let ready = state.takeNext() {
+                body = ready
+                swap(&bodyWaiter, &state.bodyWaiter)
             }
             return (headWaiter, state.head, bodyWaiter, body)
         }
         if let headWaiter, let head { headWaiter.resume(returning: head) }
-        if let bodyWaiter, let body { bodyWaiter.resume(with: body) }
+        if let bodyWaiter, case let (next, resume)? = body {
+            if resume { resumeReading() }
+            bodyWaiter.resume(with: next)
+        }
     }
 
     /// Ends the exchange with `error` unless it has ended; whoever waits gets it. A response

@@ -73,7 +73,7 @@ extension TransferEngine {
         logger.debug("request", metadata: ["method": "\(request.method)", "url": "\(request.url.redactedForLogs)"])
         state.responseHeadArrived = false
         transaction.requestStartDate = Date()
-        let (clientResponse, connection) = try await execute(outgoing, url: request.url, for: state.transfer)
+        let (clientResponse, connection) = try await execute(outgoing, url: request.url, for: state.transfer, proxied: transaction.isProxyConnection)
         transaction.connection = connection
         // A new connection was opened first: the request was handed to it once it was open.
         if let opened = connection?.connectEndDate { transaction.requestStartDate = opened }
@@ -147,8 +147,8 @@ extension TransferEngine {
 
     /// Sends a request of `transfer`: a plain one (``PlainRequest``) over the engine's own
     /// connections, which describe the connection used, any other through AsyncHTTPClient.
-    func execute(_ outgoing: HTTPClientRequest, url: URL, for transfer: Transfer) async throws -> (HTTPClientResponse, ConnectionUse?) {
-        if let plain = PlainRequest(outgoing, proxied: transfer.proxies?.server(for: url) != nil) {
+    func execute(_ outgoing: HTTPClientRequest, url: URL, for transfer: Transfer, proxied: Bool) async throws -> (HTTPClientResponse, ConnectionUse?) {
+        if let plain = PlainRequest(outgoing, proxied: proxied) {
             return try await plainConnections.execute(plain)
         }
         return (try await client(for: transfer, url: url).execute(outgoing, deadline: .distantFuture, logger: clientLogger), nil)
