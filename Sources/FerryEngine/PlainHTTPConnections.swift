@@ -245,17 +245,26 @@ struct PlainRequest {
     /// percent-encoding in the URL's authority (AsyncHTTPClient's rules for those are kept by
     /// sending it there).
     init?(_ outgoing: HTTPClientRequest, proxied: Bool) {
-        guard !proxied, case .none = outgoing.body, ![.POST, .PUT, .PATCH].contains(outgoing.method) else { return nil }
+        guard !proxied, case .none = outgoing.body else { return nil }
+        switch outgoing.method {
+        case .POST, .PUT, .PATCH: return nil
+        default: break
+        }
+        // Read as bytes: the delimiters are ASCII, and Character-wise reads (or Foundation's
+        // `contains` on strings) cost more than the rest of sending a small request.
         let text = outgoing.url
-        guard text.count > 7, text.prefix(7).lowercased() == "http://" else { return nil }
-        let rest = text.dropFirst(7)
-        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
-        let authority = rest[..<authorityEnd]
-        guard !authority.isEmpty, !authority.contains("@"), !authority.contains("%"),
+        let bytes = text.utf8
+        guard Self.hasHTTPScheme(bytes) else { return nil }
+        let rest = bytes.index(bytes.startIndex, offsetBy: 7)
+        let authorityEnd = bytes[rest...].firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }
+            ?? bytes.endIndex
+        let authority = text[rest..<authorityEnd]
+        guard !authority.isEmpty, !authority.utf8.contains(UInt8(ascii: "@")), !authority.utf8.contains(UInt8(ascii: "%")),
             let (host, port) = Self.hostAndPort(authority)
         else { return nil }
-        var target = String(rest[authorityEnd...].prefix { $0 != "#" })
-        if target.isEmpty || target.first == "?" { target = "/" + target }
+        let fragment = bytes[authorityEnd...].firstIndex(of: UInt8(ascii: "#")) ?? bytes.endIndex
+        var target = String(text[authorityEnd..<fragment])
+        if target.isEmpty || target.utf8.first == UInt8(ascii: "?") { target = "/" + target }
         var headers = outgoing.headers
         // No body goes with it: framing the caller wrote would leave the server waiting.
         headers.remove(name: "Content-Length")
@@ -264,6 +273,18 @@ struct PlainRequest {
         // Names differ only in case for the same host: one idle list.
         self.origin = .init(host: host.utf8.contains(where: { (65...90).contains($0) }) ? host.lowercased() : host, port: port)
         self.head = HTTPRequestHead(version: .http1_1, method: outgoing.method, uri: target, headers: headers)
+    }
+
+    /// Starts with `http://`, in any letter case, and has more after it.
+    private static func hasHTTPScheme(_ bytes: String.UTF8View) -> Bool {
+        var index = bytes.startIndex
+        for expected in "http://".utf8 {
+            guard index != bytes.endIndex else { return false }
+            let byte = bytes[index]
+            guard (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte) == expected else { return false }
+            bytes.formIndex(after: &index)
+        }
+        return index != bytes.endIndex
     }
 
     /// `host`, `host:port`, `[v6]` or `[v6]:port`; the port defaults to 80.

@@ -178,6 +178,8 @@ struct PlainHTTPConnectionTests {
         #expect(query.origin == .init(host: "example.test", port: 80) && query.head.uri == "/?q")
         #expect(try #require(plain("http://h/x", method: .HEAD)).head.method == .HEAD)
         #expect(plain("https://h/") == nil, "TLS goes through AsyncHTTPClient")
+        #expect(plain("http://") == nil && plain("http:/h") == nil && plain("httpx://h/") == nil && plain("http:\u{1A}/h/") == nil)
+        #expect(try #require(plain("hTtP://h/a#b?c")).head.uri == "/a", "the fragment is not sent")
         #expect(plain("http://user:pw@h/") == nil, "credentials in the URL")
         #expect(plain("http://h/", method: .PUT, body: true) == nil, "a body")
         #expect(plain("http://h/", proxied: true) == nil, "a proxy")
