@@ -49,9 +49,8 @@ public actor Daemon {
     let networkRead = Signal()
     /// Tasks whose owner was told they wait for the network (once per task; `announceWaiting`).
     var announcedWaiting: Set<TaskKey> = []
-    /// Jobs for the work service's task group (`schedule(_:)`), and where they are handed in.
-    let jobs: AsyncStream<DaemonJob>
-    let work: AsyncStream<DaemonJob>.Continuation
+    /// Jobs for the work service (`schedule(_:)`), waiting in its lanes.
+    let work = JobLanes()
     /// Sessions whose stored events the delivery service pushes or launches an app for.
     let deliveries: AsyncStream<String>
     let deliveryQueue: AsyncStream<String>.Continuation
@@ -89,7 +88,6 @@ public actor Daemon {
         // Every request is an attempt the scheduler counts and backs off from.
         engineConfiguration.resendsWhenClosedBeforeResponse = false
         self.engine = try TransferEngine(configuration: engineConfiguration, logger: logger)
-        (jobs, work) = AsyncStream.makeStream(of: DaemonJob.self)
         (deliveries, deliveryQueue) = AsyncStream.makeStream(of: String.self)
         outbox = EventOutbox(logger: logger)
         // Every commit with events sends them to live sessions' owners, and wakes the delivery
@@ -105,14 +103,10 @@ public actor Daemon {
         if requeued > 0 { logger.notice("requeued interrupted tasks", metadata: ["count": "\(requeued)"]) }
     }
 
-    /// Runs every job handed in (`schedule(_:)`) as a child of one task group, until ferryd
-    /// stops and the jobs already handed in have ended.
+    /// Runs every job handed in (`schedule(_:)`), each a child task in one of the work's
+    /// lanes, until ferryd stops and the jobs already handed in have ended.
     func runJobs() async {
-        await withDiscardingTaskGroup { group in
-            for await job in jobs {
-                group.addTask { await self.perform(job) }
-            }
-        }
+        await work.run { job in await self.perform(job) }
     }
 
     /// Delivers or launches for each session whose events were stored (`deliver(_:)`),

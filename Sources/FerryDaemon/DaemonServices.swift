@@ -38,7 +38,7 @@ extension Daemon {
     }
 }
 
-/// Every job ferryd runs beside a request (`DaemonJob`), as children of one task group, until
+/// Every job ferryd runs beside a request (`DaemonJob`), as child tasks in `JobLanes`, until
 /// ferryd stops and the jobs already handed in have ended.
 struct DaemonWorkService: Service {
     let daemon: Daemon

@@ -3,10 +3,11 @@ import FerryEngine
 import FerryProtocol
 import FerryStore
 import Foundation
+import Synchronization
 
-/// Work ferryd does beside answering one request. Each job runs as a child of
-/// `Daemon.run()`'s task group, so nothing outlives the daemon and stopping waits for all of
-/// it: no unstructured tasks.
+/// Work ferryd does beside answering one request. Each job runs as a child task of the work
+/// service (`JobLanes`), so nothing outlives the daemon and stopping waits for all of it: no
+/// unstructured tasks.
 enum DaemonJob: Sendable {
     /// One attempt of a stored task; `control` stops it early (suspend, cancel, shutdown).
     case attempt(TaskRecord, StopControl)
@@ -26,11 +27,48 @@ enum DaemonJob: Sendable {
     case stop
 }
 
+/// Where jobs wait for the work service: in lanes, each the stream of a task group of its own,
+/// filled in turn. The Swift runtime keeps a task group's children in a list that it walks to
+/// add or remove one, so one group holding a thousand running transfers made every job's
+/// start and end (each progress report is one) a walk over all of them: 160 µs a job beside
+/// 10,000 children, 2 µs beside 10 (a discarding group, release build, this machine).
+final class JobLanes: Sendable {
+    /// With 32 lanes, 10,000 jobs running are about 300 a group.
+    static let count = 32
+    private let lanes: [(stream: AsyncStream<DaemonJob>, continuation: AsyncStream<DaemonJob>.Continuation)]
+    private let turn = Atomic<UInt>(0)
+
+    init() {
+        lanes = (0..<Self.count).map { _ in AsyncStream.makeStream(of: DaemonJob.self) }
+    }
+
+    /// Queues `job` in the next lane; false when the lanes have ended (ferryd stopped).
+    func hand(_ job: DaemonJob) -> Bool {
+        let lane = lanes[Int(turn.wrappingAdd(1, ordering: .relaxed).oldValue % UInt(lanes.count))]
+        if case .terminated = lane.continuation.yield(job) { return false }
+        return true
+    }
+
+    /// Runs each job handed in as a child task of its lane's group, until the caller's task is
+    /// cancelled; returns once the jobs already handed in have ended.
+    func run(_ perform: @escaping @Sendable (DaemonJob) async -> Void) async {
+        await withDiscardingTaskGroup { all in
+            for lane in lanes {
+                all.addTask {
+                    await withDiscardingTaskGroup { group in
+                        for await job in lane.stream { group.addTask { await perform(job) } }
+                    }
+                }
+            }
+        }
+    }
+}
+
 extension Daemon {
     /// Hands a job to `run()`; a job that comes after ferryd stopped is not run (a connection
     /// is closed instead).
     nonisolated func schedule(_ job: DaemonJob) {
-        if case .terminated = work.yield(job), case .serve(let connection, _) = job {
+        if !work.hand(job), case .serve(let connection, _) = job {
             connection.closeBecauseStopping()
         }
     }
