@@ -94,6 +94,11 @@ import Glibc
         let relative = try Child("/bin/sh", ["-c", "cd '\(sandbox.url("opt/shapp").path)' && exec /bin/sh ./bin/shapp"])
         defer { relative.stop() }
         try await waitForExec(absolute.pid, "/usr/bin/dash")
+        // The kernel switches /proc/PID/exe to the interpreter before it writes the new command
+        // line: until then the arguments read empty and only the interpreter is seen.
+        try await poll(until: "the script's command line after its exec", every: .milliseconds(10)) {
+            FileManager.default.contents(atPath: "/proc/\(absolute.pid)/cmdline") == Data("/bin/sh\0-e\0\(script)\0".utf8)
+        }
         // The `sh -c` before its exec has the same /proc/PID/exe: wait for the exec'd cmdline.
         try await poll(until: "the `sh -c` to exec ./bin/shapp", every: .milliseconds(10)) {
             FileManager.default.contents(atPath: "/proc/\(relative.pid)/cmdline") == Data("/bin/sh\0./bin/shapp\0".utf8)
