@@ -3,7 +3,7 @@ public import NIOCore
 
 /// The messages ferryd writes most, without `JSONEncoder` (and those an app reads most,
 /// without `JSONDecoder`: ``decode(_:from:)``): a running task's progress, the end
-/// of a batch of events, and the `data` and `completed` kinds stored with every completion. A
+/// of a batch of events, and the `response`, `data` and `completed` kinds stored with every completion. A
 /// thousand transfers ending together spent a tenth of ferryd's CPU in the encoder for these.
 /// The text is what the encoder writes (keys sorted, the same escapes), so each decodes to the
 /// same value; the other messages and kinds go through the encoder as before.
@@ -53,6 +53,17 @@ extension MessageCoder {
             return ByteBuffer(string: #"{"type":"completed"}"#)
         case .data(let bytes):
             return ByteBuffer(string: #"{"bytes":""# + bytes.base64EncodedString() + #"","type":"data"}"#)
+        case .response(let head):
+            // The encoder's shape: the head's fields beside `type`, each header a [name, value]
+            // pair, the URL as its absolute string (left out when nil).
+            var text = #"{"headers":["#
+            for (index, field) in head.headers.enumerated() {
+                if index > 0 { text += "," }
+                text += "[" + Self.quoted(field.name) + "," + Self.quoted(field.value) + "]"
+            }
+            text += #"],"statusCode":\#(head.statusCode),"type":"response""#
+            if let url = head.url { text += #","url":"# + Self.quoted(url.absoluteString) }
+            return ByteBuffer(string: text + "}")
         default:
             return try encodeWithEncoder(kind)
         }

@@ -32,10 +32,23 @@ struct FrequentMessagesTests {
         }
     }
 
-    @Test("the data and completed kinds as stored: the encoder's text")
+    @Test("the response, data and completed kinds as stored: the encoder's text")
     func kinds() throws {
         let coder = MessageCoder()
-        let kinds: [EventKind] = [.completed, .data(Data()), .data(Data([0, 255, 10])), .data(Data((0..<70_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }))]
+        var kinds: [EventKind] = [.completed, .data(Data()), .data(Data([0, 255, 10])), .data(Data((0..<70_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }))]
+        let tricky: HeaderFields = [
+            "Content-Type": "text/plain; charset=\"utf-8\"", "X-Path": "/a\\b/c", "X-Control": "\u{01}\t\u{1F}\u{7F}",
+            "X-Unicode": "caf\u{E9} \u{2028} \u{1F600}", "Set-Cookie": "a=1", "set-cookie": "b=2", "": "",
+        ]
+        let urls: [URL?] = [
+            nil, URL(string: "http://127.0.0.1:8080/"), URL(string: "https://example.com/a%20b/c?q=1&r=/x#frag"),
+            URL(string: "http://[::1]:81/caf%C3%A9?x=%22y%22"), URL(string: "file:///tmp/a%20b"),
+        ]
+        for url in urls {
+            for headers in [HeaderFields(), tricky] {
+                for status in [200, 404, 0, 999] { kinds.append(.response(ResponseHead(statusCode: status, headers: headers, url: url))) }
+            }
+        }
         for kind in kinds {
             let written = try coder.encode(kind)
             #expect(String(buffer: written) == String(buffer: try Self.throughEncoder(kind)), "\(kind.typeName)")
