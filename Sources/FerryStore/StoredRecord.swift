@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Synchronization
 
 /// A public record type stored in one table, mapped to its columns by hand in both
 /// directions: no `Codable` between a record and its row. (GRDB's Codable records encoded a
@@ -171,17 +172,22 @@ struct RowReader {
     mutating func optionalDate() throws -> Date? { try optional(Double.self).map(Date.init(timeIntervalSince1970:)) }
 
     /// A value stored as JSON text.
-    mutating func json<T: Decodable>(_ type: T.Type = T.self) throws -> T {
+    mutating func json<T: Decodable & Sendable>(_ type: T.Type = T.self) throws -> T {
         let column = columns[index]
         guard let decoded = try optionalJSON(T.self) else { throw Unreadable(column: column, reason: "NULL") }
         return decoded
     }
 
-    mutating func optionalJSON<T: Decodable>(_ type: T.Type = T.self) throws -> T? {
+    /// - Parameter remembered: false for a column that holds secrets (credentials): those are
+    ///   decoded each time and kept nowhere else.
+    mutating func optionalJSON<T: Decodable & Sendable>(_ type: T.Type = T.self, remembered: Bool = true) throws -> T? {
         let column = columns[index]
         guard let text = try optional(String.self) else { return nil }
+        if remembered, let known = JSONColumn.decoded(T.self, text) { return known }
         do {
-            return try JSONDecoder().decode(T.self, from: Data(text.utf8))
+            let value = try JSONColumn.decoder.decode(T.self, from: Data(text.utf8))
+            if remembered { JSONColumn.remember(value, text) }
+            return value
         } catch {
             throw Unreadable(column: column, reason: "\(error)")
         }
@@ -196,13 +202,48 @@ extension StatementArguments {
     }
 }
 
-/// How JSON columns are written: compact, keys sorted, slashes as they are.
+/// How JSON columns are written: compact, keys sorted, slashes as they are; and the values
+/// last read from them.
 enum JSONColumn {
-    static func text<T: Encodable>(_ value: T) throws -> String {
+    /// One decoder for every read and one encoder for every write: they keep no state
+    /// between calls.
+    static let decoder = JSONDecoder()
+
+    /// Values decoded from column texts, by type and text. The same texts come back all the
+    /// time (a session's options on every attempt it starts, the same headers on many tasks),
+    /// and `JSONDecoder` cost more than the rest of reading a row. Emptied when it holds
+    /// `cacheLimit` values, so it stays small whatever the texts.
+    private static let cache = Mutex<[CacheKey: any Sendable]>([:])
+    static let cacheLimit = 512
+
+    private struct CacheKey: Hashable {
+        let type: ObjectIdentifier
+        let text: String
+    }
+
+    /// How many values are remembered now.
+    static var count: Int { cache.withLock { $0.count } }
+
+    static func decoded<T: Sendable>(_ type: T.Type, _ text: String) -> T? {
+        cache.withLock { $0[CacheKey(type: ObjectIdentifier(type), text: text)] } as? T
+    }
+
+    static func remember<T: Sendable>(_ value: T, _ text: String) {
+        cache.withLock { cache in
+            if cache.count >= cacheLimit { cache.removeAll(keepingCapacity: true) }
+            cache[CacheKey(type: ObjectIdentifier(T.self), text: text)] = value
+        }
+    }
+
+    private static let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.nonConformingFloatEncodingStrategy = .throw
-        return String(decoding: try encoder.encode(value), as: UTF8.self)
+        return encoder
+    }()
+
+    static func text<T: Encodable>(_ value: T) throws -> String {
+        String(decoding: try encoder.encode(value), as: UTF8.self)
     }
 
     static func value<T: Encodable>(_ value: T?) throws -> DatabaseValue {

@@ -53,7 +53,7 @@ extension TaskRecord: StoredRecord {
         createdAt = try row.date()
         updatedAt = try row.date()
         let expectedSHA256: String? = try row.optional()
-        credentials = try row.optionalJSON() ?? []
+        credentials = try row.optionalJSON(remembered: false) ?? []
         task = TaskDescription(
             kind: kind, request: request, bodyFile: bodyFile, destination: destination,
             options: TaskOptions(
