@@ -65,8 +65,9 @@ extension FerryStore {
         }
         let identifier: Int
         if let reserved = task.taskIdentifier {
+            // Compiled once per connection: every submission of a reserved identifier asks.
             let last = try Int.fetchOne(
-                db, sql: "SELECT last_task_identifier FROM session WHERE identifier = ?", arguments: [task.sessionIdentifier])
+                db.cachedStatement(sql: "SELECT last_task_identifier FROM session WHERE identifier = ?"), arguments: [task.sessionIdentifier])
             guard let last else { throw FerryStoreError.unknownSession(task.sessionIdentifier, path: path) }
             guard reserved >= 1, reserved <= last else {
                 throw FerryStoreError(
