@@ -201,13 +201,8 @@ extension Daemon {
                 return
             }
             guard running[key]?.stop == nil else { return }
-            let record = try await store.updateTask(session: key.session, task: key.task, now: clock.now) { record in
-                guard record.state == .waiting else { throw StartRefused() }
-                record.state = .running
-                record.attemptCount += 1
-                record.nextAttemptAt = nil
-                record.retryReason = nil
-            }
+            // Not waiting any more: suspended or cancelled while it was being started, not ours to change.
+            guard let record = try await store.startAttempt(session: key.session, task: key.task, now: clock.now) else { return }
             activity.attempts += 1
             guard let session = try await store.session(key.session) else { return }
             let transfer = try await makeTransfer(record, session: session, deadline: deadline)
@@ -239,15 +234,11 @@ extension Daemon {
             case .failure(let error):
                 try await attemptFailed(record, error: error, snapshot: snapshot, retry: retry, logger: logger)
             }
-        } catch let error as FerryStoreError where error.underlyingError is StartRefused {
-            return  // suspended or cancelled while it was being started: not ours to change
         } catch {
             logger.error("task could not be run", metadata: ["error": "\(error)"])
             try? await fail(key, code: "unknown", message: "ferryd could not run the task: \(error)", resumeData: nil)
         }
     }
-
-    private struct StartRefused: Error {}
 
     /// The engine's transfer for a stored task: bodies from and to files, resume points,
     /// time-outs. ferryd retries itself (stored, with its clock), so the engine tries once.

@@ -19,6 +19,38 @@ public struct TaskCompletion: Hashable, Sendable {
 }
 
 extension FerryStore {
+    /// Marks a waiting task `running` for its next attempt (one more attempt counted, its
+    /// retry time and reason cleared) and returns it; nil when it is not waiting any more
+    /// (suspended, cancelled or ended meanwhile). The same change as
+    /// ``updateTask(session:task:appending:now:_:)`` making those changes, in one statement: each
+    /// attempt's start read the row, decoded it, and wrote the columns that changed.
+    ///
+    /// ```swift
+    /// guard let running = try await store.startAttempt(session: "com.example.bg", task: 3) else { return }
+    /// ```
+    ///
+    /// - Throws: ``FerryStoreError/Code/unknownTask``.
+    public func startAttempt(session: String, task identifier: Int, now: Date = Date()) async throws -> TaskRecord? {
+        let path = self.path
+        return try await write("start an attempt of task \(identifier) of \(session)") { db in
+            let statement = try db.cachedStatement(sql: Self.startAttemptSQL)
+            if let row = try Row.fetchOne(statement, arguments: [now.timeIntervalSince1970, session, identifier]) {
+                return try TaskRecord.read(row)
+            }
+            guard try Self.fetchTask(db, session: session, task: identifier) != nil else {
+                throw FerryStoreError.unknownTask(identifier, session: session, path: path)
+            }
+            return nil
+        }
+    }
+
+    static let startAttemptSQL = """
+        UPDATE task SET state = 'running', attempt_count = attempt_count + 1, next_attempt_at = NULL,
+            retry_reason = NULL, updated_at = ?
+        WHERE session_identifier = ? AND task_identifier = ? AND state = 'waiting'
+        RETURNING \(TaskRecord.table.selection)
+        """
+
     /// Marks a task `completed` with its outcome and stores its events, in one write, and
     /// returns its body file (a spooled upload body goes once the task ended). The same
     /// change as ``updateTask(session:task:appending:now:_:)`` setting those fields, in one

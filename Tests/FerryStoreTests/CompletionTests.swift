@@ -60,3 +60,52 @@ struct CompletionTests {
         }
     }
 }
+
+/// The one-statement start of an attempt: the same row as `updateTask` making that change.
+@Suite("Starting an attempt")
+struct StartAttemptTests {
+    @Test("startAttempt leaves the row updateTask would; a task not waiting is left as it is (nil); an unknown one is refused")
+    func start() async throws {
+        try await withStore { (store, _) async throws in
+            _ = try await store.submit(download("a"))
+            _ = try await store.submit(download("b"))
+            _ = try await store.submit(download("c"))
+            let retryAt = Date(timeIntervalSince1970: 1_796_000_100)
+            for task in [1, 2] {
+                try await store.updateTask(session: "s", task: task) { record in
+                    record.attemptCount = 2
+                    record.nextAttemptAt = retryAt
+                    record.retryReason = .backoff
+                    record.lastErrorCode = "timedOut"
+                }
+            }
+            try await store.updateTask(session: "s", task: 3) { $0.state = .suspended }
+            let now = Date(timeIntervalSince1970: 1_796_000_200)
+
+            let byUpdate = try await store.updateTask(session: "s", task: 1, now: now) { record in
+                record.state = .running
+                record.attemptCount += 1
+                record.nextAttemptAt = nil
+                record.retryReason = nil
+            }
+            let started = try #require(try await store.startAttempt(session: "s", task: 2, now: now))
+            let stored = try #require(try await store.task(session: "s", task: 2))
+            #expect(started == stored, "the record returned is the row stored")
+            #expect(started.state == .running && started.attemptCount == 3 && started.nextAttemptAt == nil && started.retryReason == nil)
+            #expect(started.lastErrorCode == "timedOut" && started.updatedAt == now)
+            var expected = byUpdate
+            expected.taskIdentifier = 2
+            expected.task.destination = started.task.destination
+            expected.task.request.url = started.task.request.url
+            expected.task.options.taskDescription = started.task.options.taskDescription
+            expected.createdAt = started.createdAt
+            #expect(started == expected, "the same change as updateTask's, field for field")
+
+            let suspendedBefore = try #require(try await store.task(session: "s", task: 3))
+            #expect(try await store.startAttempt(session: "s", task: 3, now: now) == nil, "a suspended task is not started")
+            #expect(try await store.task(session: "s", task: 3) == suspendedBefore)
+            #expect(try await store.startAttempt(session: "s", task: 2, now: now) == nil, "a running task is not started twice")
+            await #expect(throws: FerryStoreError.self) { try await store.startAttempt(session: "s", task: 99) }
+        }
+    }
+}
