@@ -193,9 +193,6 @@ extension Daemon {
         var task = NewTask(sessionIdentifier: submission.sessionIdentifier, taskIdentifier: submission.taskIdentifier, task: submission.task)
         task.credentials = submission.credentials ?? []
         task.request.method = submission.request.method.uppercased()
-        // Only a destination or resume data is checked against the container: most submissions
-        // have neither, and working out its path was a tenth of a submission's allocations.
-        var container: URL { containerURL(of: session) }
         if let body = submission.bodyFile {
             var status = stat()
             guard access(body, R_OK) == 0, stat(body, &status) == 0 else {
@@ -204,15 +201,17 @@ extension Daemon {
             task.bodyLength = Int64(status.st_size)
         }
         try await checkDelivery(of: submission)
+        // The container's path is worked out only for a destination or resume data to check:
+        // most submissions have neither, and it was a tenth of a submission's allocations.
         if let destination = submission.destination {
-            let container = container
+            let container = containerURL(of: session)
             guard Self.isInside(destination, container) else {
                 throw FerryProtocolError(.badRequest, "a download's destination must be inside the session's container \(container.path)")
             }
         }
         if let data = submission.resumeData {
             let token = try DownloadResumeToken.decode(data)
-            guard Self.isInside(token.partialFile, container) else {
+            guard Self.isInside(token.partialFile, containerURL(of: session)) else {
                 throw FerryProtocolError(.badRequest, "the resume data's partial file is outside the session's container")
             }
             task.destination = token.partialFile
