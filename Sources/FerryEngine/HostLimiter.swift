@@ -1,5 +1,6 @@
 import FerryCore
 import NIOConcurrencyHelpers
+import NIOCore
 
 /// Caps how many requests run at once against one host (`httpMaximumConnectionsPerHost`).
 ///
@@ -18,7 +19,10 @@ final class HostLimiter: Sendable {
 
     private struct State {
         var active: [String: Int] = [:]
-        var waiters: [String: [Waiter]] = [:]
+        /// In arrival order; taken from the front in place (an array copied out of the
+        /// dictionary and shifted made each release cost as much as the queue was long: a
+        /// session given 1,000 tasks at once spent more on that than on its 16 KiB downloads).
+        var waiters: [String: CircularBuffer<Waiter>] = [:]
         var nextID: UInt64 = 0
         /// Waiters between "no slot" and their continuation being queued.
         var registering: Set<UInt64> = []
@@ -74,11 +78,11 @@ final class HostLimiter: Sendable {
                     s.cancelledWhileRegistering.insert(id)
                     return nil
                 }
-                guard var queue = s.waiters[host], let index = queue.firstIndex(where: { $0.id == id }) else {
+                guard let index = s.waiters[host]?.firstIndex(where: { $0.id == id }) else {
                     return nil  // already given a slot: the body sees the cancellation
                 }
-                let waiter = queue.remove(at: index)
-                s.waiters[host] = queue.isEmpty ? nil : queue
+                let waiter = s.waiters[host]?.remove(at: index)
+                if s.waiters[host]?.isEmpty == true { s.waiters[host] = nil }
                 return waiter
             }
             waiter?.continuation.resume(throwing: CancellationError())
@@ -93,10 +97,9 @@ final class HostLimiter: Sendable {
 
     func release(host: String) {
         let next: Waiter? = state.withLockedValue { s in
-            if var queue = s.waiters[host], !queue.isEmpty {
-                // The slot passes straight to the next waiter; `active` stays the same.
-                let next = queue.removeFirst()
-                s.waiters[host] = queue.isEmpty ? nil : queue
+            // The slot passes straight to the next waiter; `active` stays the same.
+            if let next = s.waiters[host]?.popFirst() {
+                if s.waiters[host]?.isEmpty == true { s.waiters[host] = nil }
                 return next
             }
             s.active[host, default: 1] -= 1

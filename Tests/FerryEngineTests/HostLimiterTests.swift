@@ -47,6 +47,27 @@ struct HostLimiterTests {
         try await limiter.acquire(host: "a")  // free at once
         #expect(limiter.active(host: "a") == 1)
     }
+
+    @Test("a waiter cancelled from the middle of a long queue leaves the others in their order")
+    func cancelledFromTheMiddle() async throws {
+        let limiter = HostLimiter(limit: 1)
+        try await limiter.acquire(host: "a")
+        let order = Order()
+        var waiters: [Int: Task<Void, any Error>] = [:]
+        for number in 1...50 {
+            waiters[number] = Task { try await limiter.withSlot(host: "a") { order.numbers.withLock { $0.append(number) } } }
+            try await poll(until: "waiter \(number) to queue for host a", every: .milliseconds(2),
+                           observed: "\(limiter.waiting(host: "a")) waiting") { limiter.waiting(host: "a") >= number }
+        }
+        waiters[25]?.cancel()
+        await #expect(throws: CancellationError.self) { try await waiters[25]?.value }
+        #expect(limiter.waiting(host: "a") == 49)
+        limiter.release(host: "a")
+        for number in 1...50 where number != 25 { try await waiters[number]?.value }
+        #expect(order.numbers.withLock { $0 } == Array(1...24) + Array(26...50))
+        #expect(limiter.waiting(host: "a") == 0)
+        #expect(limiter.active(host: "a") == 0)
+    }
 }
 
 /// The order in which waiters got their slot.
