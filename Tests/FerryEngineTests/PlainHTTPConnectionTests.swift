@@ -68,7 +68,8 @@ struct PlainHTTPConnectionTests {
             let run = Task {
                 try await engine.run(Transfer(request: Request(url: url(server, "/bytes/\(size)")), destination: .stream), observer: observer)
             }
-            try await poll(until: "the first chunk reached the reader") { observer.received > 0 }
+            // Generous: under the parallel test round the first chunk once took longer than 10 s.
+            try await poll(until: "the first chunk reached the reader", timeout: .seconds(30)) { observer.received > 0 }
             // The server fills the socket buffers and then waits: the count stays the same
             // from one look to the next, half a second apart.
             var sent = -1
