@@ -105,15 +105,19 @@ struct TransferOptions: ParsableArguments {
     }
 }
 
-/// Runs `body` with an engine and always shuts the engine down afterwards.
-func withEngine<T: Sendable>(_ configuration: EngineConfiguration, _ body: (TransferEngine) async throws -> T) async throws -> T {
+/// Runs `transfer` on an engine of its own, shut down afterwards; Ctrl-C cancels it (the
+/// result is then a `.cancelled` failure, not a thrown error, so the caller still reports
+/// what was moved).
+func runInterruptibly(_ transfer: Transfer, observer: CLIObserver, configuration: EngineConfiguration) async throws -> Result<TransferResult, FerryError> {
     let engine = try TransferEngine(configuration: configuration)
-    do {
-        let value = try await body(engine)
-        try? await engine.shutdown()
-        return value
-    } catch {
-        try? await engine.shutdown()
-        throw error
+    let work = Task { () -> Result<TransferResult, FerryError> in
+        do { return .success(try await engine.run(transfer, observer: observer)) } catch {
+            return .failure(FerryError.from(error, url: transfer.request.url))
+        }
     }
+    let interrupts = Interrupts { work.cancel() }
+    let outcome = await work.value
+    interrupts.remove()
+    try? await engine.shutdown()
+    return outcome
 }

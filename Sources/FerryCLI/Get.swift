@@ -110,16 +110,7 @@ struct Get: AsyncParsableCommand {
         let bar = ProgressBar(label: file.lastPathComponent, enabled: !options.quiet)
         let observer = CLIObserver(bar: bar, refuseErrorStatuses: true)
 
-        let outcome = try await withEngine(options.engineConfiguration()) { engine in
-            let work = Task { () -> Result<TransferResult, FerryError> in
-                do { return .success(try await engine.run(transfer, observer: observer)) } catch {
-                    return .failure(FerryError.from(error, url: source))
-                }
-            }
-            let interrupts = Interrupts { work.cancel() }
-            defer { interrupts.remove() }
-            return await work.value
-        }
+        let outcome = try await runInterruptibly(transfer, observer: observer, configuration: options.engineConfiguration())
         let seen = observer.snapshot
         switch outcome {
         case .success(let result):

@@ -74,16 +74,7 @@ struct Put: AsyncParsableCommand {
             resourceTimeout: options.maxTime, idleTimeout: options.timeout, retry: options.retryPolicy)
         let bar = ProgressBar(label: source.lastPathComponent, enabled: !options.quiet)
         let observer = CLIObserver(bar: bar, refuseErrorStatuses: false)
-        let outcome = try await withEngine(options.engineConfiguration()) { engine in
-            let work = Task { () -> Result<TransferResult, FerryError> in
-                do { return .success(try await engine.run(transfer, observer: observer)) } catch {
-                    return .failure(FerryError.from(error, url: target))
-                }
-            }
-            let interrupts = Interrupts { work.cancel() }
-            defer { interrupts.remove() }
-            return await work.value
-        }
+        let outcome = try await runInterruptibly(transfer, observer: observer, configuration: options.engineConfiguration())
         switch outcome {
         case .failure(let error):
             bar.stop()
