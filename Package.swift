@@ -325,6 +325,7 @@ let package = Package(
             name: "MessageDecoding", dependencies: ["FerryCore", "FerryProtocol", .product(name: "NIOCore", package: "swift-nio")],
             path: "Benchmarks/MessageDecoding", swiftSettings: swiftSettings),
         .executableTarget(name: "EventLatency", dependencies: ["Ferry"], path: "Benchmarks/EventLatency", swiftSettings: swiftSettings),
+        .executableTarget(name: "ManyTasks", dependencies: ["Ferry"], path: "Benchmarks/ManyTasks", swiftSettings: swiftSettings),
         .executableTarget(
             name: "HTTPClientPeer",
             dependencies: [.product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "NIOPosix", package: "swift-nio"),
