@@ -61,10 +61,11 @@ public struct Response: Sendable, Hashable {
         return Int64(value) ?? Int64(value.trimmingCharacters(in: .whitespaces)) ?? -1
     }
 
+    /// `Content-Type`, read (nil when there is none).
+    public var contentType: ContentType? { headers["Content-Type"].map(ContentType.init) }
+
     /// The media type without parameters, e.g. "application/json".
-    public var mimeType: String? {
-        headers["Content-Type"].map { $0.split(separator: ";")[0].trimmingCharacters(in: .whitespaces).lowercased() }
-    }
+    public var mimeType: String? { contentType?.mediaType }
 
     /// The strong or weak entity tag, as sent.
     /// Whether the body was sent content-coded (`Content-Encoding: gzip` or `deflate`): the

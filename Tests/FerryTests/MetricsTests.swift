@@ -17,6 +17,8 @@ struct MetricsTests {
             let metrics = try #require(await recorder.next())
             #expect(recorder.order == ["metrics", "complete"], "metrics come once, just before the completion")
             #expect(metrics.transactionMetrics.count == 3 && metrics.redirectCount == 2)
+            #expect(zip(metrics.transactionMetrics, metrics.transactionMetrics).allSatisfy { $0 === $1 },
+                    "made once, on first use: the same objects each time")
             #expect(metrics.transactionMetrics.map { ($0.response as? HTTPURLResponse)?.statusCode } == [302, 302, 200])
             let last = try #require(metrics.transactionMetrics.last)
             #expect(last.countOfResponseBodyBytesReceived == 5000 && last.networkProtocolName == "http/1.1" && !last.isProxyConnection)

@@ -40,12 +40,9 @@ open class HTTPURLResponse: URLResponse, @unchecked Sendable {
 
     public init(_ response: Response) {
         self.response = response
-        let charset = response.headers["Content-Type"]?.split(separator: ";").dropFirst()
-            .map { $0.trimmingCharacters(in: .whitespaces) }
-            .first { $0.lowercased().hasPrefix("charset=") }
-            .map { String($0.dropFirst("charset=".count)).trimmingCharacters(in: CharacterSet(charactersIn: "\"")) }
-        super.init(url: response.url, mimeType: response.mimeType, expectedContentLength: Int(response.expectedContentLength),
-                   textEncodingName: charset)
+        let type = response.contentType
+        super.init(url: response.url, mimeType: type?.mediaType, expectedContentLength: Int(response.expectedContentLength),
+                   textEncodingName: type?.charset)
     }
 
     public convenience init?(url: URL, statusCode: Int, httpVersion: String?, headerFields: [String: String]?) {

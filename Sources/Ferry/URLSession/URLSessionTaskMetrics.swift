@@ -1,5 +1,6 @@
 import FerryEngine
 public import Foundation
+import Synchronization
 
 /// A task's metrics in URLSession's spelling, for `urlSession(_:task:didFinishCollecting:)`.
 /// Ferry's ``TaskMetrics`` underneath.
@@ -10,12 +11,33 @@ public import Foundation
 /// }
 /// ```
 public final class URLSessionTaskMetrics: Sendable {
-    public let transactionMetrics: [URLSessionTaskTransactionMetrics]
+    /// One per request the task sent, made when first asked for (then the same objects): a
+    /// delegate that does not look at them, which is most, does not pay for their requests and
+    /// responses in URLSession's spelling (the platform skips the call when the delegate lacks
+    /// the method; a Swift protocol cannot tell).
+    public var transactionMetrics: [URLSessionTaskTransactionMetrics] {
+        transactions.withLock { transactions in
+            switch transactions {
+            case .made(let made):
+                return made
+            case .recorded(let recorded):
+                let made = recorded.map(URLSessionTaskTransactionMetrics.init)
+                transactions = .made(made)
+                return made
+            }
+        }
+    }
     public let taskInterval: DateInterval
     public let redirectCount: Int
 
+    private enum Transactions {
+        case recorded([TransactionMetrics])
+        case made([URLSessionTaskTransactionMetrics])
+    }
+    private let transactions: Mutex<Transactions>
+
     init(_ metrics: TaskMetrics) {
-        transactionMetrics = metrics.transactions.map(URLSessionTaskTransactionMetrics.init)
+        transactions = Mutex(.recorded(metrics.transactions))
         taskInterval = metrics.taskInterval
         redirectCount = metrics.redirectCount
     }
