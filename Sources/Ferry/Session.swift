@@ -25,7 +25,7 @@ public final class Session: Sendable {
     let runner: any TaskRunner
     /// Background sessions: the tie to ferryd (its events, its tasks, its errors).
     let background: BackgroundLink?
-    let delegateQueue = DelegateQueue()
+    let delegateQueue: DelegateQueue
     /// The delegate's answers to questions about connections (nil without a delegate).
     let connectionChallenges: SessionChallenges?
     /// The path of this session's download files up to their number (see `newDownloadFile`).
@@ -51,8 +51,14 @@ public final class Session: Sendable {
     }
     private let state = NIOLockedValueBox(State())
 
-    public init(configuration: Configuration = .default, delegate: (any SessionDelegate)? = nil, logger: Logger = Logger(label: "ferry.session")) {
+    public convenience init(configuration: Configuration = .default, delegate: (any SessionDelegate)? = nil, logger: Logger = Logger(label: "ferry.session")) {
+        self.init(configuration: configuration, delegate: delegate, logger: logger, delegateExecutor: nil)
+    }
+
+    /// `delegateExecutor`: where the delegate queue's jobs run (a URLSession's own queue).
+    init(configuration: Configuration, delegate: (any SessionDelegate)?, logger: Logger, delegateExecutor: (any TaskExecutor)?) {
         self.configuration = configuration
+        self.delegateQueue = DelegateQueue(executor: delegateExecutor)
         downloadFilePrefix = configuration.downloadDirectory.path + "/ferry-\(getpid())-"
             + String(UInt64.random(in: 0...UInt64.max), radix: 36) + "-"
         self.delegate = delegate

@@ -92,10 +92,13 @@ final class DelegateQueue: Sendable {
     private let continuation: AsyncStream<Job>.Continuation
     private let acceptsWork = Mutex(true)
 
-    init() {
+    /// `executor`: where the queue's jobs run (nil: Swift's global pool). A URLSession's own
+    /// `delegateQueue` lends its dispatch queue, so that a job and the delegate calls it makes
+    /// there take turns on one thread instead of waking another for each call.
+    init(executor: (any TaskExecutor)? = nil) {
         let (stream, continuation) = AsyncStream<Job>.makeStream()
         self.continuation = continuation
-        Task {
+        Task(executorPreference: executor) {
             for await job in stream { await job() }
         }
     }
@@ -131,5 +134,18 @@ final class DelegateQueue: Sendable {
     func finish() {
         continuation.finish()
         acceptsWork.withLock { $0 = false }
+    }
+}
+
+/// Runs Swift jobs on a serial dispatch queue: the one under a URLSession's own
+/// `delegateQueue` (``DelegateQueue/init(executor:)``).
+final class DispatchQueueExecutor: TaskExecutor {
+    let queue: DispatchQueue
+
+    init(_ queue: DispatchQueue) { self.queue = queue }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
 }

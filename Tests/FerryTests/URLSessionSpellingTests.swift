@@ -157,6 +157,23 @@ struct URLSessionSpellingTests {
         }
     }
 
+    @Test("the session's own delegate queue: every call of 200 tasks on it, one at a time, each task's in the platform's order")
+    func ownDelegateQueue() async throws {
+        try await withServer { server in
+            let calls = QueueCalls()
+            let session = URLSession(configuration: .ephemeral, delegate: calls, delegateQueue: nil)
+            let tasks = (0..<200).map { session.downloadTask(with: server.url("/bytes/\(100 + $0)")) }
+            for task in tasks { task.resume() }
+            try await poll(until: "200 completions", timeout: .seconds(30), observed: "\(calls.completed) completed") { calls.completed == 200 }
+            #expect(calls.offQueue == 0, "every call ran on session.delegateQueue")
+            #expect(calls.mostAtOnce == 1, "one call at a time")
+            for task in tasks {
+                #expect(calls.order[task] == ["finished", "metrics", "complete"], "task \(task.taskIdentifier): \(calls.order[task] ?? [])")
+            }
+            session.finishTasksAndInvalidate()
+        }
+    }
+
     @Test("errors are URLErrors with the platform's codes; the async API; getTasksWithCompletionHandler")
     func errorsAsyncAndTaskLists() async throws {
         do {
@@ -254,5 +271,44 @@ final class Downloads: NSObject, URLSessionDownloadDelegate, @unchecked Sendable
     }
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: Error?) {
         if let error { lock.withLock { _errors.append(error) } }
+    }
+}
+
+/// Where and in what order a download delegate is called (each call lingers a little, so that
+/// two at once would show).
+final class QueueCalls: NSObject, URLSessionDownloadDelegate, @unchecked Sendable {
+    private let lock = NSLock()
+    private var running = 0
+    private var _mostAtOnce = 0
+    private var _offQueue = 0
+    private var _order: [URLSessionTask: [String]] = [:]
+    private var _completed = 0
+    var mostAtOnce: Int { lock.withLock { _mostAtOnce } }
+    var offQueue: Int { lock.withLock { _offQueue } }
+    var order: [URLSessionTask: [String]] { lock.withLock { _order } }
+    var completed: Int { lock.withLock { _completed } }
+
+    private func call(_ name: String, _ session: URLSession, _ task: URLSessionTask) {
+        lock.withLock {
+            running += 1
+            _mostAtOnce = max(_mostAtOnce, running)
+            if OperationQueue.current !== session.delegateQueue { _offQueue += 1 }
+            _order[task, default: []].append(name)
+        }
+        usleep(200)
+        lock.withLock {
+            running -= 1
+            if name == "complete" { _completed += 1 }
+        }
+    }
+
+    func urlSession(_ session: URLSession, downloadTask: URLSessionDownloadTask, didFinishDownloadingTo location: URL) {
+        call("finished", session, downloadTask)
+    }
+    func urlSession(_ session: URLSession, task: URLSessionTask, didFinishCollecting metrics: URLSessionTaskMetrics) {
+        call("metrics", session, task)
+    }
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: Error?) {
+        call("complete", session, task)
     }
 }

@@ -1,5 +1,6 @@
 public import Foundation
 import NIOConcurrencyHelpers
+import Logging
 
 /// URLSession's spelling of a ``Session``, so code written for Apple's platforms runs on Ferry
 /// with its imports changed (`import Foundation` and `import Ferry`, no FoundationNetworking):
@@ -43,14 +44,21 @@ open class URLSession: @unchecked Sendable {  // every stored property is immuta
     public init(configuration: URLSessionConfiguration, delegate: (any URLSessionDelegate)?, delegateQueue queue: OperationQueue?) {
         self.configuration = configuration.copy()
         self.delegate = delegate
+        var executor: DispatchQueueExecutor?
         if let queue {
             delegateQueue = queue
         } else {
             delegateQueue = OperationQueue()
             delegateQueue.maxConcurrentOperationCount = 1
+            // Its own dispatch queue, which the session's callback jobs run on too: each
+            // delegate call is then a turn on the same thread, not a wake-up of another.
+            let dispatch = DispatchQueue(label: "ferry.urlsession.delegate")
+            delegateQueue.underlyingQueue = dispatch
+            executor = DispatchQueueExecutor(dispatch)
         }
         let bridge = DelegateBridge()
-        session = Session(configuration: self.configuration.configuration, delegate: bridge)
+        session = Session(configuration: self.configuration.configuration, delegate: bridge, logger: Logger(label: "ferry.session"),
+                          delegateExecutor: executor)
         // The bridge holds this session until it is invalidated, as the platform holds a session
         // and its delegate until then.
         bridge.owner.set(self)
