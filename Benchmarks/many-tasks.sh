@@ -38,7 +38,7 @@ measure() {
   awk '{ printf "%.3f %.3f %.1f\n", $1, $2 + $3, $4 / 1024 }' "$work/time"
 }
 
-printf '%-6s %-10s %8s %8s %10s  %s\n' count client wall cpu "peak RSS" "ManyTasks: RSS before the tasks, once all were resumed"
+printf '%-6s %-10s %8s %8s %10s  %s\n' count client wall cpu "peak RSS" "ManyTasks: RSS before, once all were resumed, at the end; the peak's growth a task"
 for count in $counts; do
   ls "$work/www/t" | sed -n "1,${count}s#^#$nginx_url/t/#p" >"$work/list"
   : >"$work/curl.cfg"
@@ -52,9 +52,9 @@ for count in $counts; do
     read -r wall cpu rss < <(TMPDIR="$work/tmp" measure "$bin/ManyTasks" "$work/list")
     line=$(cat "$work/stdout")
     case "$line" in *" failed 0 "*) ;; *) printf 'ManyTasks: %s\n' "$line" >&2; exit 1 ;; esac
-    before=$(sed -E 's/.*rss-before ([0-9.]+) MiB.*/\1/' <<<"$line")
-    resumed=$(sed -E 's/.*rss-resumed ([0-9.]+) MiB.*/\1/' <<<"$line")
-    printf '%-6s %-10s %7ss %7ss %7s MiB  %s, %s MiB (%s KiB a waiting task)\n' "$count" ManyTasks "$wall" "$cpu" "$rss" "$before" "$resumed" \
-      "$(awk -v b="$before" -v r="$resumed" -v c="$count" 'BEGIN { printf "%.1f", (r - b) * 1024 / c }')"
+    field() { sed -E "s/.*$1 ([0-9.]+) MiB.*/\\1/" <<<"$line"; }
+    before=$(field rss-before); resumed=$(field rss-resumed); after=$(field rss-after); peak=$(field rss-peak)
+    printf '%-6s %-10s %7ss %7ss %7s MiB  %s, %s, %s MiB; %s KiB\n' "$count" ManyTasks "$wall" "$cpu" "$rss" "$before" "$resumed" "$after" \
+      "$(awk -v b="$before" -v p="$peak" -v c="$count" 'BEGIN { printf "%.1f", (p - b) * 1024 / c }')"
   done
 done
