@@ -89,6 +89,12 @@ final class HostLimiter: Sendable {
         }
     }
 
+    /// Waits for a slot of `host` and hands it over as a ``HostSlot``, for a request to come.
+    func admit(host: String) async throws -> HostSlot {
+        try await acquire(host: host)
+        return HostSlot(host: host, limiter: self)
+    }
+
     /// Requests holding a slot of `host` (for tests and diagnostics).
     func active(host: String) -> Int { state.withLockedValue { $0.active[host] ?? 0 } }
 
@@ -107,5 +113,37 @@ final class HostLimiter: Sendable {
             return nil
         }
         next?.continuation.resume()
+    }
+}
+
+/// A slot taken before a transfer's first request (``HostLimiter/admit(host:)``): the first
+/// request to its host uses it; if none does (a cached answer, a redirect elsewhere, an
+/// error first), it is released when the transfer ends. Given back exactly once.
+final class HostSlot: Sendable {
+    let host: String
+    private let limiter: HostLimiter
+    private let held = NIOLockedValueBox(true)
+
+    fileprivate init(host: String, limiter: HostLimiter) {
+        self.host = host
+        self.limiter = limiter
+    }
+
+    /// The slot, for a request to `host`: true once, and only for its own host. The caller
+    /// releases it (``HostLimiter/release(host:)``) when the request is done.
+    func take(for host: String) -> Bool {
+        host == self.host && held.withLockedValue { held in
+            defer { held = false }
+            return held
+        }
+    }
+
+    /// Releases the slot if no request took it.
+    func releaseIfUnused() {
+        let unused = held.withLockedValue { held in
+            defer { held = false }
+            return held
+        }
+        if unused { limiter.release(host: host) }
     }
 }

@@ -5,16 +5,16 @@ extension TransferEngine {
     /// Runs `transfer`, answered from its cache when ``HTTPCache`` allows (a `GET` into
     /// memory, without a body): a fresh entry without a request, a stale one after the
     /// server's `304`; a response that may be kept is stored.
-    func runThroughCache(_ transfer: Transfer, observer: any TransferObserver, progress: TransferProgress) async throws -> TransferResult {
+    func runThroughCache(_ transfer: Transfer, observer: any TransferObserver, progress: TransferProgress, admitted: HostSlot?) async throws -> TransferResult {
         if let cache = transfer.cache, !["GET", "HEAD", "OPTIONS", "TRACE"].contains(transfer.request.method.uppercased()) {
             // A write that succeeded makes what was kept for its URL out of date (§4.4).
-            let result = try await runWithRetries(transfer, observer: observer, progress: progress)
+            let result = try await runWithRetries(transfer, observer: observer, progress: progress, admitted: admitted)
             if result.response.statusCode < 400 { cache.removeEntry(for: Request(url: transfer.request.url)) }
             return result
         }
         guard let cache = transfer.cache, transfer.request.method == "GET", transfer.upload == nil, transfer.request.body == nil,
             case .memory = transfer.destination
-        else { return try await runWithRetries(transfer, observer: observer, progress: progress) }
+        else { return try await runWithRetries(transfer, observer: observer, progress: progress, admitted: admitted) }
         let original = transfer.request
         let requestDate = Date()
         var transfer = transfer
@@ -30,7 +30,7 @@ extension TransferEngine {
             stale = entry
             for (name, value) in conditions where transfer.request.headers[name] == nil { transfer.request.headers[name] = value }
         }
-        let result = try await runWithRetries(transfer, observer: stale.map { RevalidationObserver(entry: $0, inner: observer) } ?? observer, progress: progress)
+        let result = try await runWithRetries(transfer, observer: stale.map { RevalidationObserver(entry: $0, inner: observer) } ?? observer, progress: progress, admitted: admitted)
         let now = Date()
         if let stale, result.response.statusCode == 304 {
             let refreshed = HTTPCache.refreshed(stale, with: result.response, requestDate: requestDate, now: now)

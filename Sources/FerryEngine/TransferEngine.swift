@@ -148,7 +148,14 @@ public final class TransferEngine: Sendable {
         let deadline = transfer.resourceTimeout.map { ContinuousClock.now + .milliseconds(Int64($0 * 1000)) }
         // The transfer runs as a task of its own, so that the engine's watch can end it alone
         // (and say why); cancelling the caller cancels it too.
-        let work = Task { try await self.runThroughCache(transfer, observer: observer, progress: progress) }
+        let work = Task {
+            // Its host's turn first, before any of the transfer's work: a transfer queued
+            // behind `maximumConnectionsPerHost` holds this closure's frame only, not its
+            // whole call chain suspended in `attempt` (about 20 KiB each, with thousands queued).
+            let admitted = try await self.limiter.admit(host: host)
+            defer { admitted.releaseIfUnused() }
+            return try await self.runThroughCache(transfer, observer: observer, progress: progress, admitted: admitted)
+        }
         let timedOut = NIOLockedValueBox<FerryError?>(nil)
         let watch = timeouts.watch(TransferTimeouts.Watched(
             progress: progress, idle: .milliseconds(Int64(idle * 1000)), deadline: deadline, url: url
@@ -168,8 +175,9 @@ public final class TransferEngine: Sendable {
 
     /// Attempts until one succeeds or the rulebook (``RetryPolicy/decide(_:for:failures:timeLeft:random:)``)
     /// says the response or the failure is the answer.
-    func runWithRetries(_ transfer: Transfer, observer: any TransferObserver, progress: TransferProgress) async throws -> TransferResult {
+    func runWithRetries(_ transfer: Transfer, observer: any TransferObserver, progress: TransferProgress, admitted: HostSlot?) async throws -> TransferResult {
         var state = AttemptState(transfer: transfer, resendsWhenClosedBeforeResponse: configuration.resendsWhenClosedBeforeResponse)
+        state.admitted = admitted
         while true {
             let delay: Duration
             let reason: String
@@ -215,6 +223,8 @@ struct RetryLater: Error {
 struct AttemptState {
     var transfer: Transfer
     var request: Request
+    /// The slot the transfer was admitted with, for its first request to that host.
+    var admitted: HostSlot?
     /// Requests sent so far, all attempts together.
     var requestCount = 0
     /// The validator of the representation the download file holds.

@@ -68,6 +68,45 @@ struct HostLimiterTests {
         #expect(limiter.waiting(host: "a") == 0)
         #expect(limiter.active(host: "a") == 0)
     }
+
+    @Test("an admitted slot goes to one request to its own host, or back to the limiter unused; never twice")
+    func admittedSlot() async throws {
+        let limiter = HostLimiter(limit: 1)
+        let slot = try await limiter.admit(host: "a")
+        #expect(limiter.active(host: "a") == 1)
+        #expect(!slot.take(for: "b"), "not for another host")
+        #expect(slot.take(for: "a"))
+        #expect(!slot.take(for: "a"), "once")
+        slot.releaseIfUnused()
+        #expect(limiter.active(host: "a") == 1, "taken: the request releases it")
+        limiter.release(host: "a")
+        #expect(limiter.active(host: "a") == 0)
+
+        let unused = try await limiter.admit(host: "a")
+        unused.releaseIfUnused()
+        unused.releaseIfUnused()
+        #expect(limiter.active(host: "a") == 0, "released once")
+    }
+
+    @Test("a transfer queued behind its host's limit: its request time-out runs while it waits, as on the platform; slots all come back")
+    func queuedTransfers() async throws {
+        try await withServerAndEngine(configure: { $0.maximumConnectionsPerHost = 1 }) { server, engine in
+            let host = "127.0.0.1"
+            let slow = Task { try await engine.run(Transfer(request: Request(url: url(server, "/delay/1500")))) }
+            try await poll(until: "the slow transfer to hold the host's slot", observed: "\(engine.limiter.active(host: host)) active") {
+                engine.limiter.active(host: host) == 1
+            }
+            var impatient = Transfer(request: Request(url: url(server, "/bytes/10")))
+            impatient.idleTimeout = 0.3
+            let failure = await expectFerryError(.timedOut) { try await engine.run(impatient) }
+            #expect(failure?.message.contains("timeoutIntervalForRequest") == true, "\(failure?.message ?? "")")
+            #expect(try await slow.value.response.statusCode == 200)
+            for size in 1...5 {
+                #expect(try await engine.run(Transfer(request: Request(url: url(server, "/bytes/\(size)")))).bytesReceived == Int64(size))
+            }
+            #expect(engine.limiter.active(host: host) == 0 && engine.limiter.waiting(host: host) == 0)
+        }
+    }
 }
 
 /// The order in which waiters got their slot.
