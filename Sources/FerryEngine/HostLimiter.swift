@@ -89,6 +89,18 @@ final class HostLimiter: Sendable {
         }
     }
 
+    /// Runs `body` holding a slot of `host`: the transfer's `admitted` one when it is for this
+    /// host and no request took it yet, else one waited for. Every request of a transfer goes
+    /// through here, so one that holds an unused admitted slot never waits for a second slot
+    /// of the same host (with a limit of 1, that wait would never end).
+    func withSlot<T: Sendable>(host: String, admitted: HostSlot?, _ body: () async throws -> T) async throws -> T {
+        if admitted?.take(for: host) == true {
+            defer { release(host: host) }
+            return try await body()
+        }
+        return try await withSlot(host: host, body)
+    }
+
     /// Waits for a slot of `host` and hands it over as a ``HostSlot``, for a request to come.
     func admit(host: String) async throws -> HostSlot {
         try await acquire(host: host)

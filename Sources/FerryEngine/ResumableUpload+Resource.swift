@@ -77,7 +77,7 @@ extension TransferEngine {
         request.headers.add(name: "Upload-Draft-Interop-Version", value: "\(version.rawValue)")
         state.requestCount += 1
         let outgoing = request
-        return try await limiter.withSlot(host: url.host ?? "") {
+        return try await limiter.withSlot(host: url.host ?? "", admitted: state.admitted) {
             let response = try await client(for: state.transfer, url: url).execute(outgoing, deadline: .now() + timeout, logger: clientLogger)
             _ = try? await response.body.collect(upTo: 1 << 16)
             return response

@@ -246,7 +246,7 @@ extension TransferEngine {
         }
         state.requestCount += 1
         let appendRequest = append
-        return try await limiter.withSlot(host: resource.location.host ?? "") {
+        return try await limiter.withSlot(host: resource.location.host ?? "", admitted: state.admitted) {
             let clientResponse: HTTPClientResponse
             do {
                 clientResponse = try await client(for: state.transfer, url: resource.location).execute(appendRequest, deadline: .distantFuture, logger: clientLogger)
@@ -296,7 +296,7 @@ extension TransferEngine {
         creation.headers.replaceOrAdd(name: "Content-Length", value: "0")
         state.requestCount += 1
         let creationRequest = creation
-        return try await limiter.withSlot(host: request.url.host ?? "") {
+        return try await limiter.withSlot(host: request.url.host ?? "", admitted: state.admitted) {
             let clientResponse = try await client(for: state.transfer, url: request.url).execute(creationRequest, deadline: .now() + .seconds(60), logger: clientLogger)
             let response = Response(clientResponse, url: request.url)
             guard (200..<300).contains(response.statusCode) else {

@@ -22,14 +22,8 @@ extension TransferEngine {
             {
                 return try await resumableUpload(upload, state: &state, observer: observer, progress: progress)
             }
-            let step: Step
-            if state.admitted?.take(for: host) == true {
-                defer { limiter.release(host: host) }
-                step = try await send(request, state: &state, hops: hops, observer: observer, progress: progress)
-            } else {
-                step = try await limiter.withSlot(host: host) {
-                    try await self.send(request, state: &state, hops: hops, observer: observer, progress: progress)
-                }
+            let step: Step = try await limiter.withSlot(host: host, admitted: state.admitted) {
+                try await self.send(request, state: &state, hops: hops, observer: observer, progress: progress)
             }
             switch step {
             case .done(let result):

@@ -12,7 +12,9 @@ struct ResumableUploadTests {
         var sha256: String
     }
 
-    func upload(versions: [Int], dropAfter: Int?, size: Int = 3 << 20, seed: UInt64) async throws -> (ResumableUploadServer, TransferResult, RecordingObserver) {
+    func upload(
+        versions: [Int], dropAfter: Int?, size: Int = 3 << 20, seed: UInt64, connectionsPerHost: Int = 6
+    ) async throws -> (ResumableUploadServer, TransferResult, RecordingObserver) {
         let dir = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let file = dir.appendingPathComponent("photo.jpg")
@@ -21,6 +23,7 @@ struct ResumableUploadTests {
         if let dropAfter { server.dropNextUpload(afterBytes: dropAfter) }
         var configuration = EngineConfiguration()
         configuration.resumableUploadVersions = versions
+        configuration.maximumConnectionsPerHost = connectionsPerHost
         let engine = try TransferEngine(configuration: configuration)
         defer { Task { try? await engine.shutdown() } }
         var policy = RetryPolicy.standard
@@ -70,6 +73,16 @@ struct ResumableUploadTests {
         } else {
             #expect(server.requests.contains { $0.header("Upload-Complete") != nil })
         }
+    }
+
+    @Test("one connection per host: the transfer's own turn serves its first request, the rest wait their turn, and it completes")
+    func onePerHost() async throws {
+        let size = 1 << 20
+        let (server, result, _) = try await upload(versions: [8, 6, 5, 3], dropAfter: 300_000, size: size, seed: 9, connectionsPerHost: 1)
+        defer { Task { try? await server.shutdown() } }
+        #expect(result.response.statusCode == 200)
+        #expect(server.completedUploads["photo"]?.sha256 == TestContent.sha256Hex(count: size, seed: 9))
+        #expect(server.requests.contains { $0.method == "HEAD" }, "resumed after the cut")
     }
 
     @Test("a server that does not speak the protocol gets one plain upload")
