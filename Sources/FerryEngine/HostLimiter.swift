@@ -129,8 +129,8 @@ final class HostLimiter: Sendable {
 }
 
 /// A slot taken before a transfer's first request (``HostLimiter/admit(host:)``): the first
-/// request to its host uses it; if none does (a cached answer, a redirect elsewhere, an
-/// error first), it is released when the transfer ends. Given back exactly once.
+/// request to its host uses it; if none does before the transfer waits to try again or ends (a
+/// cached answer, an error before any request), it goes back then. Given back exactly once.
 final class HostSlot: Sendable {
     let host: String
     private let limiter: HostLimiter
@@ -144,18 +144,19 @@ final class HostSlot: Sendable {
     /// The slot, for a request to `host`: true once, and only for its own host. The caller
     /// releases it (``HostLimiter/release(host:)``) when the request is done.
     func take(for host: String) -> Bool {
-        host == self.host && held.withLockedValue { held in
-            defer { held = false }
-            return held
-        }
+        host == self.host && claim()
     }
 
     /// Releases the slot if no request took it.
     func releaseIfUnused() {
-        let unused = held.withLockedValue { held in
+        if claim() { limiter.release(host: host) }
+    }
+
+    /// True for the first caller only: the slot is then theirs to use or give back.
+    private func claim() -> Bool {
+        held.withLockedValue { held in
             defer { held = false }
             return held
         }
-        if unused { limiter.release(host: host) }
     }
 }

@@ -207,6 +207,9 @@ public final class TransferEngine: Sendable {
             state.failures += 1
             logger.info("retrying", metadata: ["url": "\(transfer.request.url.redactedForLogs)", "after": "\(delay)", "reason": "\(reason)"])
             observer.transferWillRetry(after: delay, reason: reason)
+            // A transfer waiting to try again holds no turn of its host's (an admitted slot no
+            // request took goes back; the next attempt waits for one like any request).
+            state.admitted?.releaseIfUnused()
             try await sleeper.sleep(for: delay)
             progress.touch()
         }
