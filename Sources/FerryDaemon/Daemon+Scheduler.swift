@@ -320,9 +320,9 @@ extension Daemon {
         let events = try kinds.map { try $0.newEvent(session: key.session, task: key.task) }
         let completion = TaskCompletion(
             responseStatus: result.response.statusCode, bytesSent: result.bytesSent, bytesReceived: result.bytesReceived, deliveredTo: delivered)
-        let body = try await store.completeTask(session: key.session, task: key.task, completion, appending: events, now: clock.now)
+        try await store.completeTask(session: key.session, task: key.task, completion, appending: events, now: clock.now)
         // Its commit handed the events to the delivery service (`EventOutbox`).
-        await discardSpooledBody(body, of: key)
+        await discardSpooledBody(record.bodyFile, of: key)
         activity.completedTasks += 1
         announcedWaiting.remove(key)
         logger.info("task completed", metadata: ["status": "\(result.response.statusCode)", "requests": "\(result.requestCount)"])

@@ -51,49 +51,47 @@ extension FerryStore {
         RETURNING \(TaskRecord.table.selection)
         """
 
-    /// Marks a task `completed` with its outcome and stores its events, in one write, and
-    /// returns its body file (a spooled upload body goes once the task ended). The same
+    /// Marks a task `completed` with its outcome and stores its events, in one write. The same
     /// change as ``updateTask(session:task:appending:now:_:)`` setting those fields, in one
-    /// statement that reads no row: a thousand transfers ending together are a thousand of
-    /// these in a few grouped transactions, and each one's time is the others' wait.
+    /// statement that reads no row and returns none: a thousand transfers ending together are
+    /// a thousand of these in a few grouped transactions, and each one's time is the others'
+    /// wait. (A spooled upload body is the caller's to delete: its path is the task's
+    /// `bodyFile`, which nothing changes after the submission.)
     ///
     /// ```swift
-    /// let body = try await store.completeTask(
+    /// try await store.completeTask(
     ///     session: "com.example.bg", task: 3, TaskCompletion(responseStatus: 200, bytesSent: 0, bytesReceived: 2048),
     ///     appending: [responseEvent, completedEvent])
     /// ```
     ///
     /// - Throws: ``FerryStoreError/Code/unknownTask``; ``FerryStoreError/Code/invalidTransition``
     ///   when the task already ended (completed, failed or cancelled).
-    @discardableResult
     public func completeTask(
         session: String, task identifier: Int, _ completion: TaskCompletion, appending events: [NewEvent] = [], now: Date = Date()
-    ) async throws -> String? {
+    ) async throws {
         let path = self.path
-        return try await write("complete task \(identifier) of \(session)") { db in
-            let statement = try db.cachedStatement(sql: Self.completeTaskSQL)
-            let arguments: StatementArguments = [
+        try await write("complete task \(identifier) of \(session)") { db in
+            try db.cachedStatement(sql: Self.completeTaskSQL).execute(arguments: [
                 completion.deliveredTo, completion.responseStatus, completion.bytesSent, completion.bytesReceived,
                 completion.bytesSent, completion.bytesSent, completion.bytesReceived, now.timeIntervalSince1970, session, identifier,
-            ]
-            guard let row = try Row.fetchOne(statement, arguments: arguments) else {
+            ])
+            guard db.changesCount == 1 else {
                 throw Self.refusedChange(db, session: session, task: identifier, to: .completed, path: path)
             }
             for event in events { _ = try self.insertEvent(db, event, now: now) }
-            return row[0] as String?
         }
     }
 
     /// As `updateTask`'s rules: the upload's resource and the last error go, the credentials
     /// leave the store with the task, and a byte count to send is kept when nothing was sent
-    /// (a download's). A task that ended is not changed.
+    /// (a download's). A task that ended is not changed. No `RETURNING`: SQLite collects
+    /// returned rows in a temporary table, a cost for each completion.
     static let completeTaskSQL = """
         UPDATE task SET state = 'completed', delivered_to = ?, response_status = ?, bytes_sent = ?,
             bytes_received = ?, bytes_expected_to_send = CASE WHEN ? > 0 THEN ? ELSE bytes_expected_to_send END,
             bytes_expected_to_receive = ?, last_error_code = NULL, last_error_message = NULL,
             upload_resource_url = NULL, upload_interop_version = NULL, credentials = NULL, updated_at = ?
-        WHERE session_identifier = ? AND task_identifier = ? AND state NOT IN (\(TaskState.finalStatesSQL))
-        RETURNING body_file
+        WHERE session_identifier = ? AND task_identifier = ? AND \(TaskState.notEndedSQL)
         """
 
     /// Why a change to `state` touched no row: the task is unknown, or it already ended.

@@ -24,10 +24,9 @@ struct CompletionTests {
                 record.uploadInteropVersion = 6
             }
             let now = Date(timeIntervalSince1970: 1_796_000_000)
-            let body = try await store.completeTask(
+            try await store.completeTask(
                 session: "s", task: 1, TaskCompletion(responseStatus: 201, bytesSent: 4_096, bytesReceived: 12),
                 appending: [event(1, "response"), event(1, "completed")], now: now)
-            #expect(body == "/tmp/body.bin")
 
             let done = try #require(try await store.task(session: "s", task: 1))
             #expect(done.state == .completed && done.responseStatus == 201)
@@ -41,7 +40,7 @@ struct CompletionTests {
 
             // A download delivered elsewhere; nothing sent keeps its expected count.
             try await store.updateTask(session: "s", task: 2) { $0.bytesExpectedToSend = 0 }
-            _ = try await store.completeTask(
+            try await store.completeTask(
                 session: "s", task: 2, TaskCompletion(responseStatus: 200, bytesSent: 0, bytesReceived: 5, deliveredTo: "/tmp/d (1).bin"))
             let delivered = try #require(try await store.task(session: "s", task: 2))
             #expect(delivered.deliveredTo == "/tmp/d (1).bin" && delivered.bytesExpectedToSend == 0 && delivered.state == .completed)

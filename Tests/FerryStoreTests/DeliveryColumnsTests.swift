@@ -37,19 +37,11 @@ struct DeliveryColumnsTests {
 
     @Test("v7 makes the `ferry` CLI's existing sessions ones that keep no events; other sessions keep theirs")
     func migratesCLISessions() async throws {
-        try await withTemporaryDirectory { (directory) async throws in
-            let path = directory.appendingPathComponent("v5.sqlite").path
-            let queue = try DatabaseQueue(path: path)
-            try Schema.migrator.migrate(queue, upTo: "v5")
-            try await queue.write { db in
-                try db.execute(sql: """
-                    INSERT INTO session (identifier, app_bundle_identifier, created_at) VALUES
-                        ('ferry.cli', 'unregistered.ferry-cli', 0), ('nightly', 'unregistered.script', 0), ('photos.bg', 'com.example.photos', 0)
-                    """)
-            }
-            try queue.close()
-            let store = try FerryStore(path: path)
-            defer { try? store.close() }
+        let rows = """
+            INSERT INTO session (identifier, app_bundle_identifier, created_at) VALUES
+                ('ferry.cli', 'unregistered.ferry-cli', 0), ('nightly', 'unregistered.script', 0), ('photos.bg', 'com.example.photos', 0)
+            """
+        try await withStore(migratedUpTo: "v5", rows: rows) { (store) async throws in
             #expect(try await store.session("ferry.cli")?.keepsEvents == false)
             #expect(try await store.session("nightly")?.keepsEvents == true)
             #expect(try await store.session("photos.bg")?.keepsEvents == true)

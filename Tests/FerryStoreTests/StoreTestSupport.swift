@@ -1,5 +1,6 @@
 import FerryCore
 import Foundation
+import GRDB
 @testable import FerryStore
 
 /// A fresh folder per test, removed afterwards.
@@ -19,6 +20,21 @@ func withStore<T>(_ body: (FerryStore, String) async throws -> T) async throws -
         defer { try? store.close() }
         _ = try await store.openSession("s", appBundleIdentifier: "com.example.app", sharedContainerIdentifier: "group.example")
         return try await body(store, path)
+    }
+}
+
+/// A store on a file an older ferryd left: migrated up to `migration`, given `rows` (SQL) there,
+/// then opened as a store, which runs the migrations after it.
+func withStore<T>(migratedUpTo migration: String, rows: String, _ body: (FerryStore) async throws -> T) async throws -> T {
+    try await withTemporaryDirectory { directory in
+        let path = directory.appendingPathComponent("\(migration).sqlite").path
+        let queue = try DatabaseQueue(path: path)
+        try Schema.migrator.migrate(queue, upTo: migration)
+        try await queue.write { db in try db.execute(sql: rows) }
+        try queue.close()
+        let store = try FerryStore(path: path)
+        defer { try? store.close() }
+        return try await body(store)
     }
 }
 
