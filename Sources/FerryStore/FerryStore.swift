@@ -27,6 +27,7 @@ public final class FerryStore: Sendable {
     public let path: String
     let pool: DatabasePool
     let writes: GroupCommit
+    let checkpointer: Checkpointer
     let logger: Logger
     /// Set by ``close()``: later writes fail at once (SQLite's own error for a closed handle
     /// says "out of memory").
@@ -54,7 +55,8 @@ public final class FerryStore: Sendable {
         } catch {
             throw FerryStoreError.wrapping(error, path: path, while: "open the database")
         }
-        writes = GroupCommit(pool: pool)
+        checkpointer = Checkpointer(path: path)
+        writes = GroupCommit(pool: pool, checkpointer: checkpointer)
         do {
             // GRDB sets NORMAL with WAL: a commit then survives the process dying but not the
             // machine losing power. A sync per commit is what "durable before acknowledged"
@@ -62,8 +64,9 @@ public final class FerryStore: Sendable {
             // Each grouped write runs in a savepoint, whose undo pages SQLite keeps in a
             // statement journal: a temporary file by default, which cost ten `pwrite`s per
             // enqueued task (nine in ten of ferryd's writes). In memory it is a copy.
+            // Checkpoints are the `Checkpointer`'s, not the writer's commits'.
             try pool.writeWithoutTransaction { db in
-                try db.execute(sql: "PRAGMA synchronous = FULL; PRAGMA temp_store = MEMORY")
+                try db.execute(sql: "PRAGMA synchronous = FULL; PRAGMA temp_store = MEMORY; PRAGMA wal_autocheckpoint = 0")
             }
         } catch {
             try? pool.close()
@@ -80,6 +83,7 @@ public final class FerryStore: Sendable {
     /// Closes the database. Later calls fail with ``FerryStoreError/Code/closed``.
     public func close() throws {
         isClosed.withLock { $0 = true }
+        checkpointer.close()
         do {
             try pool.close()
         } catch {

@@ -15,6 +15,8 @@ import Synchronization
 /// commit: ferryd delivers them from memory instead of reading them back.
 final class GroupCommit: Sendable {
     private let pool: DatabasePool
+    /// Told of each commit: checkpoints run beside the writer, not in its commits.
+    private let checkpointer: Checkpointer
     /// The events inserted by the transaction being written (by writes not rolled back).
     private let journaled = Mutex<[EventRecord]>([])
     private let observer = Mutex<(@Sendable (CommittedEvents) -> Void)?>(nil)
@@ -27,7 +29,10 @@ final class GroupCommit: Sendable {
     }
     private let state = Mutex(State())
 
-    init(pool: DatabasePool) { self.pool = pool }
+    init(pool: DatabasePool, checkpointer: Checkpointer) {
+        self.pool = pool
+        self.checkpointer = checkpointer
+    }
 
     /// Sets who hears of each committed transaction's events (one observer; nil stops it).
     /// Called on the writer's queue, before the writes' callers are answered: keep it short.
@@ -94,6 +99,7 @@ final class GroupCommit: Sendable {
             }
             // A failed commit wrote none of the group.
             let commitError: (any Error)? = if case .failure(let error) = result { error } else { nil }
+            if commitError == nil { self.checkpointer.committed() }
             if commitError == nil, !events.isEmpty, let observe = self.observer.withLock({ $0 }) {
                 observe(CommittedEvents(events: events, committedAt: Date()))
             }
