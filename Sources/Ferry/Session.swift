@@ -51,7 +51,10 @@ public final class Session: Sendable {
     }
     private let state = NIOLockedValueBox(State())
 
-    public convenience init(configuration: Configuration = .default, delegate: (any SessionDelegate)? = nil, logger: Logger = Logger(label: "ferry.session")) {
+    /// The label of a session's logger when the app gives none.
+    @usableFromInline static let loggerLabel = "ferry.session"
+
+    public convenience init(configuration: Configuration = .default, delegate: (any SessionDelegate)? = nil, logger: Logger = Logger(label: Session.loggerLabel)) {
         self.init(configuration: configuration, delegate: delegate, logger: logger, delegateExecutor: nil)
     }
 

@@ -212,10 +212,7 @@ struct GetMany {
     /// The line without blanks around it (Foundation's trimming is slower than the download
     /// of a small file when the list has thousands of lines).
     static func trimmed(_ line: Substring) -> String {
-        let bytes = line.utf8
-        let blank: (UInt8) -> Bool = { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
-        guard let first = bytes.firstIndex(where: { !blank($0) }), let last = bytes.lastIndex(where: { !blank($0) }) else { return "" }
-        return String(line[first...last])
+        Blanks.innerRange(of: line.utf8).map { String(line[$0]) } ?? ""
     }
 
     /// How messages name the list.

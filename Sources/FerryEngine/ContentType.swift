@@ -1,3 +1,5 @@
+import FerryCore
+
 /// A `Content-Type` value read once, as bytes: its media type (lowercased, without
 /// parameters) and its `charset` parameter (unquoted). Foundation's trimming and splitting,
 /// as this was read before, cost more than a small download's own delegate calls.
@@ -34,9 +36,7 @@ public struct ContentType: Sendable, Hashable {
 
     /// Without the blanks around it (HTTP's optional white space: spaces and tabs).
     private static func trimmed(_ bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
-        let blank: (UInt8) -> Bool = { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
-        guard let first = bytes.firstIndex(where: { !blank($0) }), let last = bytes.lastIndex(where: { !blank($0) }) else { return [] }
-        return bytes[first...last]
+        Blanks.innerRange(of: bytes).map { bytes[$0] } ?? []
     }
 
     /// ASCII letters lowercased; anything else as Unicode says.

@@ -22,7 +22,7 @@ extension Session {
     /// does not throw: its tasks then fail with the error when resumed.
     public static func background(
         _ configuration: Configuration, delegate: (any SessionDelegate)? = nil,
-        logger: Logger = Logger(label: "ferry.session")
+        logger: Logger = Logger(label: Session.loggerLabel)
     ) throws(FerryError) -> Session {
         guard configuration.isBackground else {
             throw FerryError(.unknown, "Session.background needs Configuration.background(identifier:)")

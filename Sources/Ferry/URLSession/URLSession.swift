@@ -57,7 +57,7 @@ open class URLSession: @unchecked Sendable {  // every stored property is immuta
             executor = DispatchQueueExecutor(dispatch)
         }
         let bridge = DelegateBridge()
-        session = Session(configuration: self.configuration.configuration, delegate: bridge, logger: Logger(label: "ferry.session"),
+        session = Session(configuration: self.configuration.configuration, delegate: bridge, logger: Logger(label: Session.loggerLabel),
                           delegateExecutor: executor)
         // The bridge holds this session until it is invalidated, as the platform holds a session
         // and its delegate until then.
