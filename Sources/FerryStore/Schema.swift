@@ -198,10 +198,16 @@ enum Schema {
         }
         let version = try Int.fetchOne(db, sql: "PRAGMA schema_version") ?? 0
         try db.execute(sql: "PRAGMA writable_schema = ON")
-        try db.execute(
-            sql: "UPDATE sqlite_master SET sql = ? WHERE type = 'table' AND name = 'task'", arguments: [rewritten])
+        defer { try? db.execute(sql: "PRAGMA writable_schema = OFF") }
+        do {
+            try db.execute(
+                sql: "UPDATE sqlite_master SET sql = ? WHERE type = 'table' AND name = 'task'", arguments: [rewritten])
+        } catch {
+            // An SQLite built to refuse schema edits (SQLITE_DBCONFIG_DEFENSIVE) keeps the lists:
+            // the same rule, only slower. A store that cannot open would be worse.
+            return
+        }
         // Every connection reads the declaration again.
         try db.execute(sql: "PRAGMA schema_version = \(version + 1)")
-        try db.execute(sql: "PRAGMA writable_schema = OFF")
     }
 }
