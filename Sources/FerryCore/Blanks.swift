@@ -7,7 +7,7 @@
 /// let inner = Blanks.innerRange(of: value).map { value[$0] }  // "text/html"
 /// ```
 public enum Blanks {
-    public static func isBlank(_ byte: UInt8) -> Bool { byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+    private static func isBlank(_ byte: UInt8) -> Bool { byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
 
     /// The range of `bytes` from its first to its last byte that is not a blank; nil when
     /// every byte is one (or there are none).

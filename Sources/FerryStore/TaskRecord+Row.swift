@@ -92,6 +92,6 @@ extension TaskState {
     static let finalStatesSQL = allCases.filter(\.isFinal).map { "'\($0.rawValue)'" }.joined(separator: ", ")
     /// A condition true of a task that has not ended (`state <> 'completed' AND …`), from the
     /// same ``isFinal``: comparisons, where `NOT IN` a list of three made SQLite 3.40 build a
-    /// temporary index for each row it looked at.
+    /// temporary index each time the statement ran (a completion's, once a task).
     static let notEndedSQL = allCases.filter(\.isFinal).map { "state <> '\($0.rawValue)'" }.joined(separator: " AND ")
 }
