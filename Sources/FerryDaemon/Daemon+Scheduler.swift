@@ -146,7 +146,7 @@ extension Daemon {
         }
         let task = RunningTask(session: record.sessionIdentifier, host: host)
         running[key] = task
-        schedule(.attempt(record, task.attempt))
+        schedule(.attempt(record, session, task.attempt))
         return nil
     }
 
@@ -177,8 +177,11 @@ extension Daemon {
         await attempt.ended()
     }
 
-    /// Runs one attempt of a task through the engine and stores what came of it.
-    func execute(_ queued: TaskRecord) async {
+    /// Runs one attempt of a task through the engine and stores what came of it. `known`: the
+    /// session's record as the scheduling pass read it (one read per pass, not per attempt: a
+    /// thousand attempts starting together read the same record a thousand times); a session
+    /// changed since is changed for the next attempt, as one changed during a transfer is.
+    func execute(_ queued: TaskRecord, session known: SessionRecord? = nil) async {
         let key = queued.key
         var logger = self.logger
         logger[metadataKey: "session"] = "\(key.session)"
@@ -204,7 +207,8 @@ extension Daemon {
             // Not waiting any more: suspended or cancelled while it was being started, not ours to change.
             guard let record = try await store.startAttempt(session: key.session, task: key.task, now: clock.now) else { return }
             activity.attempts += 1
-            guard let session = try await store.session(key.session) else { return }
+            let read = known == nil ? try await store.session(key.session) : nil
+            guard let session = known ?? read else { return }
             let transfer = try await makeTransfer(record, session: session, deadline: deadline)
             let retry = RetryContext(record, defaultPolicy: configuration.defaultRetryPolicy, deadline: deadline)
             let reporter = TaskReporter(key: key, kind: record.kind, retry: retry, daemon: self, clock: clock, configuration: configuration)

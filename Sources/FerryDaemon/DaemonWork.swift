@@ -9,8 +9,9 @@ import Synchronization
 /// service (`JobLanes`), so nothing outlives the daemon and stopping waits for all of it: no
 /// unstructured tasks.
 enum DaemonJob: Sendable {
-    /// One attempt of a stored task; `control` stops it early (suspend, cancel, shutdown).
-    case attempt(TaskRecord, StopControl)
+    /// One attempt of a stored task, with its session's record as the scheduling pass read it
+    /// (nil: read it when the attempt starts); `control` stops it early (suspend, cancel, shutdown).
+    case attempt(TaskRecord, SessionRecord?, StopControl)
     /// One client connection's requests, in order, until it closes.
     case serve(ClientConnection, RequestQueue)
     /// A connection sent nothing for the idle time-out: closed unless it holds a session.
@@ -81,8 +82,8 @@ extension Daemon {
 
     func perform(_ job: DaemonJob) async {
         switch job {
-        case .attempt(let record, let control):
-            await control.runs { await self.execute(record) }
+        case .attempt(let record, let session, let control):
+            await control.runs { await self.execute(record, session: session) }
         case .serve(let connection, let requests):
             connected(connection)
             while let batch = await requests.next() {
