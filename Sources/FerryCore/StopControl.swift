@@ -29,6 +29,12 @@ public final class Signal: Sendable {
         waiter?.resume()
     }
 
+    /// Forgets a pending signal: for a waiter about to look at everything a signal could have
+    /// announced (one look covers the signals before it).
+    public func clear() {
+        state.withLock { $0.pending = false }
+    }
+
     /// Returns on a signal (at once if one is pending), or when the calling task is cancelled.
     public func wait() async {
         await withTaskCancellationHandler {

@@ -33,6 +33,11 @@ final class Wakeup: Sendable {
 
     func signal() { signalled.signal() }
 
+    /// Forgets a wake-up asked for before now: called as a scheduling pass begins, since the
+    /// pass reads the store and ferryd's state after it and so sees what the wake-up was for.
+    /// (A submission arriving during a pass woke the loop for a second pass that found nothing.)
+    func clear() { signalled.clear() }
+
     /// Returns on a signal (or at once if one is pending), at `deadline` on `clock`, or when
     /// the calling task is cancelled.
     func wait(until deadline: Date?, clock: any DaemonClock) async {

@@ -70,8 +70,8 @@ extension Daemon {
         var files: [URL] = []
         var after: Int64 = 0
         while true {
-            let events = try await store.undeliveredEvents(in: session, after: after, limit: 500).filter { $0.sequence <= last }
-            for event in events where event.kind == "downloadFinished" && (event.sequence <= sequence || single.contains(event.sequence)) {
+            let events = try await store.events(in: session, kind: "downloadFinished", after: after, through: last)
+            for event in events where event.sequence <= sequence || single.contains(event.sequence) {
                 if case .downloadFinished(let finished)? = try? event.event().kind, Self.isInside(finished.location, folder) {
                     files.append(URL(fileURLWithPath: finished.location))
                 }

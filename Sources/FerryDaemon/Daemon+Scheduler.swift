@@ -59,6 +59,12 @@ extension Daemon {
                     // Became due while this pass ran (the clock moved): look again now.
                     await Task.yield()
                     continue
+                case .starting(let lookedAt):
+                    // The tasks this pass started look due until their attempts are stored as
+                    // running, and a pass now would only find them starting (it made two passes
+                    // of every submission). The pass saw every task due by `lookedAt`: look again
+                    // when one after that is due (at once for one that came due during the pass).
+                    deadline = (try? await store.nextRunnableDate(laterThan: lookedAt)) ?? nil
                 case .byLimits:
                     // Runnable but held by a limit: a finishing task wakes us; look again in a second anyway.
                     deadline = now.addingTimeInterval(1)
@@ -76,6 +82,9 @@ extension Daemon {
     enum Held {
         /// Nothing: look again when the next task is due.
         case nothing
+        /// Nothing, and some started: every task due by `lookedAt` was looked at, and the ones
+        /// still due by then are those being started, until their attempts are stored.
+        case starting(lookedAt: Date)
         /// A limit (or the store could not be read): on a wake-up, or in a second.
         case byLimits
         /// Only the network or power: when the monitor sees a change, or the next task is due.
@@ -86,12 +95,12 @@ extension Daemon {
     /// within the global and per-host limits, highest priority first, and records why the
     /// others wait.
     func runDueTasks() async -> Held {
-        schedulingPass = true
-        defer { schedulingPass = false }
+        wakeup.clear()
         let now = clock.now
         var held: [TaskKey: WaitingReason] = [:]
         var sessions = SessionLookup()
         var offset = 0
+        var started = 0
         var lookedAtAll = false
         // Pages of runnable tasks, best first, until the slots are full or none is left: tasks
         // held by the network or a host limit must not hide the ones after them. At most
@@ -105,14 +114,15 @@ extension Daemon {
                 return .byLimits  // look again in a second, not at once
             }
             for record in due where !isStopping {
-                if let reason = await start(record, sessions: &sessions) { held[record.key] = reason }
+                if let reason = await start(record, sessions: &sessions) { held[record.key] = reason } else { started += 1 }
             }
             offset += due.count
             if due.count < Self.pageSize { lookedAtAll = true }
             if due.count < Self.pageSize || running.count >= configuration.globalTaskLimit { break }
         }
         blocked = held
-        if held.isEmpty { return .nothing }
+        awaitingSlot = held.values.contains { $0.kind == .globalLimit || $0.kind == .hostLimit }
+        if held.isEmpty { return started > 0 && lookedAtAll ? .starting(lookedAt: now) : .nothing }
         return lookedAtAll && held.values.allSatisfy(\.kind.isConnectivity) ? .byNetwork : .byLimits
     }
 
@@ -135,11 +145,13 @@ extension Daemon {
             return hold
         }
         if running.count >= configuration.globalTaskLimit {
+            awaitingSlot = true  // from now: a task ending during this pass wakes the next
             return WaitingReason(kind: .globalLimit, message: "ferryd already runs \(configuration.globalTaskLimit) tasks, its limit")
         }
         let limit = session?.maximumConnectionsPerHost ?? 6
         let sameHost = running.values.filter { $0.session == record.sessionIdentifier && $0.host == host }.count
         if sameHost >= limit {
+            awaitingSlot = true
             return WaitingReason(
                 kind: .hostLimit, host: host,
                 message: "the session already runs \(limit) tasks against \(host) (httpMaximumConnectionsPerHost)")
@@ -192,10 +204,10 @@ extension Daemon {
             running[key] = nil
             // A task that waits again (a retry, an interruption) may change when the scheduler
             // must look next. A completed one only frees its slot, which matters to tasks a limit
-            // held in the last pass, or to a pass under way; else nothing waits for it (a
+            // held in the last pass or in the one under way; else nothing waits for it (a
             // thousand transfers ending together woke the scheduler for a thousand passes that
-            // found nothing).
-            if !completed || !blocked.isEmpty || schedulingPass { wakeup.signal() }
+            // found nothing, and so did every completion while submissions kept passes going).
+            if !completed || awaitingSlot { wakeup.signal() }
         }
         let deadline = queued.createdAt.addingTimeInterval(queued.timeoutIntervalForResource ?? TaskSubmission.defaultResourceTimeout)
         do {
@@ -211,7 +223,9 @@ extension Daemon {
             guard let session = known ?? read else { return }
             let transfer = try await makeTransfer(record, session: session, deadline: deadline)
             let retry = RetryContext(record, defaultPolicy: configuration.defaultRetryPolicy, deadline: deadline)
-            let reporter = TaskReporter(key: key, kind: record.kind, retry: retry, daemon: self, clock: clock, configuration: configuration)
+            let reporter = TaskReporter(
+                key: key, kind: record.kind, hadResumePoint: record.resumeValidator != nil || record.uploadResourceURL != nil, retry: retry,
+                daemon: self, clock: clock, configuration: configuration)
             logger.info("attempt started", metadata: ["attempt": "\(record.attemptCount)"])
             let outcome: Result<TransferResult, FerryError>
             do {

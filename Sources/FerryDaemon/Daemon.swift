@@ -39,8 +39,10 @@ public actor Daemon {
     var running: [TaskKey: RunningTask] = [:]
     /// Why runnable tasks were left waiting in the last scheduling pass (limits).
     var blocked: [TaskKey: WaitingReason] = [:]
-    /// A scheduling pass is under way (it may be deciding on a task a limit holds).
-    var schedulingPass = false
+    /// A task waits for a slot (the global or a host's limit), held by the last scheduling pass
+    /// or by the one under way: a task that ends frees one. (Not a task whose start is under
+    /// way, nor one the network holds.)
+    var awaitingSlot = false
     let wakeup = Wakeup()
     /// The network and power as the monitor last read them (NetworkMonitorService).
     var network = NetworkConditions()

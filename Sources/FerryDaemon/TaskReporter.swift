@@ -7,9 +7,9 @@ import NIOConcurrencyHelpers
 
 /// The engine's observer for one attempt: keeps the totals, the download's validator and
 /// the upload's resource; sends live progress (coalesced); saves a download's resume point
-/// with its answer, then progress every `progressPersistInterval` while bytes move; turns a
-/// 429/503 into a stored retry instead of a response when the rulebook says so (with the
-/// task's policy).
+/// with its first bytes, then progress every `progressPersistInterval` while bytes move (and
+/// nothing once the whole body is in: the completion saves it); turns a 429/503 into a
+/// stored retry instead of a response when the rulebook says so (with the task's policy).
 final class TaskReporter: TransferObserver {
     struct Snapshot: Sendable {
         var bytesSent: Int64 = 0
@@ -19,6 +19,11 @@ final class TaskReporter: TransferObserver {
         var validator: String?
         var uploadResource: ResumableUploadPoint?
         var retryHint: RetryHint?
+
+        /// Every byte the server announced has arrived (false when it announced no length).
+        var bodyComplete: Bool {
+            bytesExpectedToReceive.map { bytesReceived >= $0 } ?? false
+        }
     }
 
     private struct State {
@@ -41,9 +46,17 @@ final class TaskReporter: TransferObserver {
     let persistInterval: Duration
     private let state = NIOLockedValueBox(State())
 
-    init(key: TaskKey, kind: TaskKind, retry: RetryContext, daemon: Daemon, clock: any DaemonClock, configuration: DaemonConfiguration) {
+    /// The task had a resume point stored when this attempt began: a body starting afresh
+    /// replaces it, and is saved at once.
+    let hadResumePoint: Bool
+
+    init(
+        key: TaskKey, kind: TaskKind, hadResumePoint: Bool = false, retry: RetryContext, daemon: Daemon, clock: any DaemonClock,
+        configuration: DaemonConfiguration
+    ) {
         self.key = key
         self.kind = kind
+        self.hadResumePoint = hadResumePoint
         self.retry = retry
         self.daemon = daemon
         self.clock = clock
@@ -83,8 +96,11 @@ final class TaskReporter: TransferObserver {
         }
     }
 
+    /// Saved at once when the transfer goes on from a resume point, or starts afresh instead
+    /// of one stored; the engine says so at offset 0 for every new download's body too, which
+    /// has nothing to save (a write per download, just before its completion's).
     func transferDidResume(atOffset offset: Int64, expectedTotal: Int64) {
-        report(force: true) { snapshot in
+        report(force: offset > 0 || hadResumePoint) { snapshot in
             if self.kind == .upload {
                 snapshot.bytesSent = offset
                 if expectedTotal >= 0 { snapshot.bytesExpectedToSend = expectedTotal }
@@ -107,9 +123,16 @@ final class TaskReporter: TransferObserver {
             change(&state.snapshot)
             let live = state.lastLive.map { now - $0 >= liveInterval } ?? true
             if live { state.lastLive = now }
-            // A download's first report carries its resume point (the validator): saved at once.
-            let persist = force || state.lastPersist.map { now - $0 >= persistInterval } ?? (state.snapshot.validator != nil)
-            if persist || state.lastPersist == nil { state.lastPersist = now }
+            // Saved: a download's first bytes with its resume point (the validator), then bytes
+            // every interval from the first ones. Not saved: a report before any byte moved (the
+            // request sent, the answer's head: nothing to resume from, and the interval would
+            // count from there), nor one with the whole body in (the completion that follows
+            // saves the same). A small download's one save, a second after its request went out,
+            // was a write of its own just before its completion's.
+            let moved = state.snapshot.bytesSent + state.snapshot.bytesReceived > 0
+            let due = state.lastPersist.map { now - $0 >= persistInterval } ?? (state.snapshot.validator != nil)
+            let persist = force || (moved && due && !state.snapshot.bodyComplete)
+            if persist || (moved && state.lastPersist == nil) { state.lastPersist = now }
             return (live, persist, state.snapshot)
         }
         guard live || persist else { return }

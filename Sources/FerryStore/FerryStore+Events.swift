@@ -36,6 +36,21 @@ extension FerryStore {
         }
     }
 
+    /// The session's events of one kind with a sequence above `after` and up to `last`, oldest
+    /// first, at most `limit`: what an acknowledgement up to `last` removes of that kind,
+    /// without reading (and decoding) the others.
+    ///
+    /// ```swift
+    /// let finished = try await store.events(in: "com.example.bg", kind: "downloadFinished", through: 41)
+    /// ```
+    public func events(in session: String, kind: String, after: Int64 = 0, through last: Int64, limit: Int = 500) async throws -> [EventRecord] {
+        try await read("read the \(kind) events of \(session)") { db in
+            try EventRecord.fetchAll(
+                db, "WHERE session_identifier = ? AND sequence > ? AND sequence <= ? AND kind = ? ORDER BY sequence LIMIT ?",
+                arguments: [session, after, last, kind, max(0, limit)])
+        }
+    }
+
     /// The sequence of the session's last stored event; nil when none waits.
     public func lastEventSequence(in session: String) async throws -> Int64? {
         try await read("find the last event of \(session)") { db in

@@ -59,4 +59,33 @@ struct ProgressSavingTests {
         try await server.shutdown()
         await ferryd.shutdown()
     }
+
+    @Test("a download saves nothing before its first byte, nor when its first bytes are the whole body: its completion does")
+    func smallDownloadSavedOnce() async throws {
+        let ferryd = try await InProcessDaemon { $0.progressPersistInterval = 1 }
+        let server = try await TestHTTPServer.start()
+        let client = try await ferryd.client()
+        try await client.request(.attach("s"))
+        // The head at once (10 bytes announced), then 1.5 s before the body, all of it at once:
+        // past the interval, with a report at the head and one with the whole body.
+        let task = try await client.submit(.download("s", server.baseURL + "/bytes/10?stallAfter=0&stallSeconds=1.5"))
+        _ = try await client.pushes(timeout: 20) { message in
+            if case .progress(let progress) = message { return progress.bytesExpectedToReceive == 10 }
+            return false
+        }
+        // The head was reported live; the store still has the attempt's start (the old rule
+        // saved the "resumed at 0" report here).
+        try await Task.sleep(for: .milliseconds(300))
+        let running = try await ferryd.task("s", task.taskIdentifier)
+        #expect(running.state == .running)
+        #expect(running.bytesExpectedToReceive == nil)
+        #expect(running.resumeValidator == nil)
+        let events = try await client.events(untilFinished: [task.taskIdentifier])
+        #expect(events.contains { $0.kind.name == "completed" })
+        let done = try await ferryd.task("s", task.taskIdentifier)
+        #expect(done.bytesReceived == 10)
+        #expect(done.bytesExpectedToReceive == 10)
+        try await server.shutdown()
+        await ferryd.shutdown()
+    }
 }

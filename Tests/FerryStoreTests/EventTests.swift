@@ -138,4 +138,31 @@ struct CommittedEventTests {
             #expect(heard.all.flatMap(\.events).count == 2)
         }
     }
+
+    @Test("events of one kind: only that kind, only that session, above `after` and up to `through`, in order, at most `limit`")
+    func eventsOfOneKind() async throws {
+        try await withStore { (store, _) async throws in
+            _ = try await store.openSession("other", appBundleIdentifier: "com.example.other")
+            _ = try await store.submit(download("a"))
+            _ = try await store.submit(download("b", session: "other"))
+            var finished: [Int64] = []
+            for index in 0..<12 {
+                let kind = index % 2 == 0 ? "downloadFinished" : "completed"
+                let stored = try await store.appendEvent(event(1, kind))
+                if kind == "downloadFinished" { finished.append(stored.sequence) }
+                _ = try await store.appendEvent(event(1, "downloadFinished", session: "other"))
+            }
+            let all = try await store.events(in: "s", kind: "downloadFinished", through: Int64.max)
+            #expect(all.map(\.sequence) == finished)
+            #expect(all.allSatisfy { $0.kind == "downloadFinished" && $0.sessionIdentifier == "s" })
+            #expect(try await store.events(in: "s", kind: "downloadFinished", through: finished[2]).map(\.sequence) == Array(finished[...2]))
+            #expect(try await store.events(in: "s", kind: "downloadFinished", through: finished[2] - 1).map(\.sequence) == Array(finished[...1]))
+            // Pages, as an acknowledgement reads them.
+            let first = try await store.events(in: "s", kind: "downloadFinished", through: Int64.max, limit: 4)
+            #expect(first.map(\.sequence) == Array(finished[...3]))
+            let rest = try await store.events(in: "s", kind: "downloadFinished", after: first.last!.sequence, through: Int64.max, limit: 4)
+            #expect(rest.map(\.sequence) == Array(finished[4...]))
+            #expect(try await store.events(in: "s", kind: "response", through: Int64.max).isEmpty)
+        }
+    }
 }
