@@ -64,7 +64,11 @@ extension Daemon {
                     // running, and a pass now would only find them starting (it made two passes
                     // of every submission). The pass saw every task due by `lookedAt`: look again
                     // when one after that is due (at once for one that came due during the pass).
-                    deadline = (try? await store.nextRunnableDate(laterThan: lookedAt)) ?? nil
+                    do {
+                        deadline = try await store.nextRunnableDate(laterThan: lookedAt)
+                    } catch {
+                        deadline = now.addingTimeInterval(1)  // the store could not say: look again soon
+                    }
                 case .byLimits:
                     // Runnable but held by a limit: a finishing task wakes us; look again in a second anyway.
                     deadline = now.addingTimeInterval(1)

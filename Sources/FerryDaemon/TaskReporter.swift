@@ -127,8 +127,8 @@ final class TaskReporter: TransferObserver {
             // every interval from the first ones. Not saved: a report before any byte moved (the
             // request sent, the answer's head: nothing to resume from, and the interval would
             // count from there), nor one with the whole body in (the completion that follows
-            // saves the same). A small download's one save, a second after its request went out,
-            // was a write of its own just before its completion's.
+            // saves the same): a small download's save at its answer's head was a write of its
+            // own just before its completion's.
             let moved = state.snapshot.bytesSent + state.snapshot.bytesReceived > 0
             let due = state.lastPersist.map { now - $0 >= persistInterval } ?? (state.snapshot.validator != nil)
             let persist = force || (moved && due && !state.snapshot.bodyComplete)

@@ -22,7 +22,7 @@ struct ScreenApp {
 
     func run() async throws {
         let terminal = try TerminalSession()
-        defer { terminal.leave() }
+        defer { terminal.leave(forGood: true) }
         let (events, post) = AsyncStream.makeStream(of: Event.self)
         signal(SIGWINCH, SIG_IGN)
         let resizes = DispatchSource.makeSignalSource(signal: SIGWINCH, queue: .global())
@@ -34,7 +34,7 @@ struct ScreenApp {
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {
-                terminal.leave()
+                terminal.leave(forGood: true)
                 exit(128 + number)
             }
             source.resume()

@@ -8,6 +8,10 @@ final class TerminalSession: Sendable {
     /// While true the key reader leaves standard input alone (an editor is using it).
     private let paused = NIOLockedValueBox(false)
     private let stopped = NIOLockedValueBox(false)
+    /// The screen's output, one writer at a time; true once the app has left for good. A
+    /// signal's `leave` runs beside the app's drawing: a picture written after it landed on the
+    /// user's own screen.
+    private let output = NIOLockedValueBox(false)
 
     init() throws {
         var attributes = termios()
@@ -31,7 +35,9 @@ final class TerminalSession: Sendable {
     }
 
     func write(_ text: String) {
-        FileHandle.standardOutput.write(Data(text.utf8))
+        output.withLockedValue { left in
+            if !left { FileHandle.standardOutput.write(Data(text.utf8)) }
+        }
     }
 
     private func enter() {
@@ -43,11 +49,16 @@ final class TerminalSession: Sendable {
         write("\u{1B}[?1049h\u{1B}[?25l\u{1B}[2J")
     }
 
-    /// Puts the terminal back as it was.
-    func leave() {
-        write("\u{1B}[?25h\u{1B}[?1049l")
-        var attributes = saved
-        tcsetattr(STDIN_FILENO, TCSAFLUSH, &attributes)
+    /// Puts the terminal back as it was; `forGood`: the app is ending, and nothing it still
+    /// draws reaches the screen.
+    func leave(forGood: Bool = false) {
+        output.withLockedValue { left in
+            guard !left else { return }
+            FileHandle.standardOutput.write(Data("\u{1B}[?25h\u{1B}[?1049l".utf8))
+            var attributes = saved
+            tcsetattr(STDIN_FILENO, TCSAFLUSH, &attributes)
+            left = forGood
+        }
     }
 
     /// Gives the terminal to `work` (an editor), then takes it back.
