@@ -197,7 +197,7 @@ extension Daemon {
     /// session's record as the scheduling pass read it (one read per pass, not per attempt: a
     /// thousand attempts starting together read the same record a thousand times); a session
     /// changed since is changed for the next attempt, as one changed during a transfer is.
-    func execute(_ queued: TaskRecord, session known: SessionRecord? = nil) async {
+    func execute(_ queued: TaskRecord, session known: SessionRecord?) async {
         let key = queued.key
         var logger = self.logger
         logger[metadataKey: "session"] = "\(key.session)"

@@ -51,7 +51,7 @@ final class TaskReporter: TransferObserver {
     let hadResumePoint: Bool
 
     init(
-        key: TaskKey, kind: TaskKind, hadResumePoint: Bool = false, retry: RetryContext, daemon: Daemon, clock: any DaemonClock,
+        key: TaskKey, kind: TaskKind, hadResumePoint: Bool, retry: RetryContext, daemon: Daemon, clock: any DaemonClock,
         configuration: DaemonConfiguration
     ) {
         self.key = key
