@@ -7,9 +7,10 @@ import NIOConcurrencyHelpers
 
 /// The engine's observer for one attempt: keeps the totals, the download's validator and
 /// the upload's resource; sends live progress (coalesced); saves a download's resume point
-/// with its first bytes, then progress every `progressPersistInterval` while bytes move (and
-/// nothing once the whole body is in: the completion saves it); turns a 429/503 into a
-/// stored retry instead of a response when the rulebook says so (with the task's policy).
+/// with its first bytes (unless little is left), then progress every
+/// `progressPersistInterval` while bytes move (and nothing once the whole body is in: the
+/// completion saves it); turns a 429/503 into a stored retry instead of a response when the
+/// rulebook says so (with the task's policy).
 final class TaskReporter: TransferObserver {
     struct Snapshot: Sendable {
         var bytesSent: Int64 = 0
@@ -24,6 +25,12 @@ final class TaskReporter: TransferObserver {
         var bodyComplete: Bool {
             bytesExpectedToReceive.map { bytesReceived >= $0 } ?? false
         }
+
+        /// At most `TaskReporter.smallRemainder` bytes left to receive: not worth a resume
+        /// point of its own (a new connection reads a small body in a few 2 KiB pieces).
+        var nearlyComplete: Bool {
+            bytesExpectedToReceive.map { $0 - bytesReceived <= TaskReporter.smallRemainder } ?? false
+        }
     }
 
     private struct State {
@@ -34,6 +41,10 @@ final class TaskReporter: TransferObserver {
         /// a write of its own just before the one that completes it.
         var lastPersist: ContinuousClock.Instant?
     }
+
+    /// A download's first bytes save its resume point unless at most this much is left:
+    /// fetching that again after a crash costs less than a store write per small download.
+    static let smallRemainder: Int64 = 1 << 20
 
     let key: TaskKey
     let kind: TaskKind
@@ -123,14 +134,15 @@ final class TaskReporter: TransferObserver {
             change(&state.snapshot)
             let live = state.lastLive.map { now - $0 >= liveInterval } ?? true
             if live { state.lastLive = now }
-            // Saved: a download's first bytes with its resume point (the validator), then bytes
-            // every interval from the first ones. Not saved: a report before any byte moved (the
-            // request sent, the answer's head: nothing to resume from, and the interval would
-            // count from there), nor one with the whole body in (the completion that follows
-            // saves the same): a small download's save at its answer's head was a write of its
-            // own just before its completion's.
+            // Saved: a download's first bytes with its resume point (the validator) when more
+            // than `smallRemainder` is still to come, then bytes every interval from the first
+            // ones. Not saved: a report before any byte moved (the request sent, the answer's
+            // head: nothing to resume from, and the interval would count from there), nor one
+            // with the whole body in (the completion that follows saves the same): a small
+            // download's save at its answer's head was a write of its own just before its
+            // completion's.
             let moved = state.snapshot.bytesSent + state.snapshot.bytesReceived > 0
-            let due = state.lastPersist.map { now - $0 >= persistInterval } ?? (state.snapshot.validator != nil)
+            let due = state.lastPersist.map { now - $0 >= persistInterval } ?? (state.snapshot.validator != nil && !state.snapshot.nearlyComplete)
             let persist = force || (moved && due && !state.snapshot.bodyComplete)
             if persist || (moved && state.lastPersist == nil) { state.lastPersist = now }
             return (live, persist, state.snapshot)

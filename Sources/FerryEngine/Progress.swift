@@ -9,19 +9,24 @@ final class TransferProgress: Sendable {
         var total: Int64 = 0
         var expected: Int64 = -1
         var reported: Int64 = 0
-        var reportedAt = ContinuousClock.now
+        /// nil until the first bytes are reported: they go out at once, for they are what
+        /// ferryd stores a download's resume point with. Held back for the interval, a
+        /// transfer killed within its first 100 ms had to start again from byte 0, every time.
+        var reportedAt: ContinuousClock.Instant?
 
         mutating func start(at offset: Int64, expected: Int64) {
             total = offset
             reported = offset
+            reportedAt = nil
             self.expected = expected
         }
 
-        /// Adds `count`; returns (delta, total, expected) when a report is due: at most
-        /// every `interval`, and always for `final` unless that total was already reported.
+        /// Adds `count`; returns (delta, total, expected) when a report is due: the first
+        /// bytes at once, then at most every `interval`, and always for `final` unless that
+        /// total was already reported.
         mutating func add(_ count: Int, final: Bool, now: ContinuousClock.Instant) -> (Int64, Int64, Int64)? {
             total += Int64(count)
-            guard final || now - reportedAt >= TransferProgress.interval else { return nil }
+            guard final || reportedAt.map({ now - $0 >= TransferProgress.interval }) ?? (total > reported) else { return nil }
             guard !final || total != reported || total == 0 else { return nil }
             let delta = total - reported
             reported = total

@@ -50,18 +50,30 @@ public final class PostgresServer: Sendable {
                 throw PostgresServerError("chown \(directory) to postgres failed: errno \(errno)")
             }
         }
-        let server = PostgresServer(port: try freePort(), directory: directory, binaries: binaries, runAs: runAs)
+        var server = PostgresServer(port: try freePort(), directory: directory, binaries: binaries, runAs: runAs)
         do {
             try await server.command("initdb", ["-D", server.dataDirectory, "-U", server.user, "--auth=trust", "--no-sync",
                                                 "-E", "UTF8", "--locale=C"], within: .seconds(120))
-            let options = "-k \(directory) -h 127.0.0.1 -p \(server.port) -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-            try await server.command("pg_ctl", ["-D", server.dataDirectory, "-l", directory + "/server.log", "-o", options,
-                                                "-w", "-t", "60", "start"], within: .seconds(90))
-            return server
+            // The free port is found by binding and closing; another process (a test's
+            // outgoing connection) may take it before PostgreSQL binds it: then another port.
+            for attempt in 1...3 {
+                do {
+                    try await server.startCluster()
+                    return server
+                } catch where attempt < 3 && server.log.contains("already in use") {
+                    server = PostgresServer(port: try freePort(), directory: directory, binaries: binaries, runAs: runAs)
+                }
+            }
+            throw PostgresServerError("unreachable: the last attempt's error is thrown")
         } catch {
             await server.stop()
             throw error
         }
+    }
+
+    private func startCluster() async throws {
+        let options = "-k \(directory) -h 127.0.0.1 -p \(port) -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+        try await command("pg_ctl", ["-D", dataDirectory, "-l", directory + "/server.log", "-o", options, "-w", "-t", "60", "start"], within: .seconds(90))
     }
 
     public var dataDirectory: String { directory + "/data" }

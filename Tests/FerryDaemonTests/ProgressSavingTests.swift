@@ -7,7 +7,7 @@ import Foundation
 import Testing
 
 /// When a running task's progress reaches the store: a download's resume point with its
-/// answer, then every `progressPersistInterval` counted from those bytes, not from the start of
+/// first bytes, then every `progressPersistInterval` counted from those bytes, not from the start of
 /// an attempt that waited for its answer (that cost every such task a write of its own just
 /// before the one that completed it).
 @Suite("Saving progress: a download's resume point at once, bytes on the interval from the first")
@@ -19,15 +19,46 @@ struct ProgressSavingTests {
         let client = try await ferryd.client()
         try await client.request(.attach("s"))
         // ~4 s of body: the resume point must be stored while it flows, not with the completion.
-        let task = try await client.submit(.download("s", server.baseURL + "/bytes/400000?seed=4&drip=100000"))
+        let task = try await client.submit(.download("s", server.baseURL + "/bytes/2000000?seed=4&drip=500000"))
         try await poll(until: "the download's validator is stored while it runs", timeout: .seconds(3)) {
             try await ferryd.task("s", task.taskIdentifier).resumeValidator != nil
         }
         let running = try await ferryd.task("s", task.taskIdentifier)
         #expect(running.state == .running)
-        #expect(running.resumeValidator == "\"400000-4-0\"")
-        #expect(running.bytesExpectedToReceive == 400_000)
+        #expect(running.resumeValidator == "\"2000000-4-0\"")
+        #expect(running.bytesExpectedToReceive == 2_000_000)
         _ = try await client.events(untilFinished: [task.taskIdentifier])
+        try await server.shutdown()
+        await ferryd.shutdown()
+    }
+
+    @Test("a download killed right after its first bytes can resume: they are saved with the validator, not 100 ms later; one with at most 1 MiB left is not")
+    func resumePointWithFirstBytes() async throws {
+        let ferryd = try await InProcessDaemon { $0.progressPersistInterval = 60 }
+        let server = try await TestHTTPServer.start()
+        let client = try await ferryd.client()
+        try await client.request(.attach("s"))
+        // 1,000 bytes with the head, then nothing for 5 s: the engine's progress reports were
+        // coalesced to one per 100 ms from the transfer's start, so these first bytes went
+        // unreported (and the resume point unsaved) until the stall ended; a ferryd killed in
+        // a transfer's first 100 ms (CI's kill -9 test did it three times in four) fetched the
+        // file from byte 0 again, every time.
+        let large = try await client.submit(.download("s", server.baseURL + "/bytes/2000000?seed=5&stallAfter=1000&stallSeconds=5"))
+        // The same with 400,000 bytes: fetching them again costs less than a write per download.
+        let small = try await client.submit(.download("s", server.baseURL + "/bytes/400000?seed=6&stallAfter=1000&stallSeconds=5"))
+        try await poll(until: "the first bytes' resume point is stored during the stall", timeout: .seconds(3)) {
+            try await ferryd.task("s", large.taskIdentifier).resumeValidator != nil
+        }
+        let running = try await ferryd.task("s", large.taskIdentifier)
+        #expect(running.state == .running)
+        #expect(running.resumeOffset == 1000)
+        #expect(running.bytesReceived == 1000)
+        try await Task.sleep(for: .milliseconds(300))
+        let smallRecord = try await ferryd.task("s", small.taskIdentifier)
+        #expect(smallRecord.state == .running)
+        #expect(smallRecord.resumeValidator == nil)
+        #expect(smallRecord.bytesReceived == 0)
+        _ = try await client.events(untilFinished: [large.taskIdentifier, small.taskIdentifier])
         try await server.shutdown()
         await ferryd.shutdown()
     }
