@@ -52,7 +52,15 @@ extension Daemon {
             }
             let held = await runDueTasks()
             let now = clock.now
-            var deadline = (try? await store.nextRunnableDate(after: now)) ?? nil
+            var deadline: Date?
+            do {
+                deadline = try await store.nextRunnableDate(after: now)
+            } catch {
+                // Sleeping until woken would leave a timed retry or begin date waiting for the
+                // next submission: look again in a second.
+                logger.warning("cannot read when the next task is due", metadata: ["error": "\(error)"])
+                deadline = now.addingTimeInterval(1)
+            }
             if let next = deadline, next <= now {
                 switch held {
                 case .nothing:
@@ -74,7 +82,11 @@ extension Daemon {
                     deadline = now.addingTimeInterval(1)
                 case .byNetwork:
                     // Only the network or power holds them: the monitor wakes us when they change.
-                    deadline = (try? await store.nextRunnableDate(laterThan: now)) ?? nil
+                    do {
+                        deadline = try await store.nextRunnableDate(laterThan: now)
+                    } catch {
+                        deadline = now.addingTimeInterval(1)
+                    }
                 }
             }
             if let cleanup = lastCleanup?.addingTimeInterval(3600) { deadline = min(deadline ?? cleanup, cleanup) }

@@ -83,7 +83,8 @@ struct ScreenTests {
             _ = FileManager.default.createFile(atPath: huge.path, contents: nil)
             try FileHandle(forWritingTo: huge).truncate(atOffset: 4 << 30)
             try await TestImages.convert(["-size", "64x48", "gradient:blue-white", club.file("small.jpg").path])
-            let tmux = try Self.start(club)
+            // 80 columns: the bar and its figures do not fit beside the key, which must stay.
+            let tmux = try Self.start(club, width: 80)
             defer { tmux.kill() }
             _ = try await tmux.waitForScreen(containing: "No notes yet")
             try tmux.type("u")

@@ -111,7 +111,13 @@ struct ScreenRenderer {
 
     private func uploadLine(_ screen: ClubScreen) -> String {
         guard let upload = screen.upload else { return fit(" " + screen.status) }
-        return fit(ProgressBar.line("Uploading \(upload.name)", upload.progress, since: upload.started, baseline: 0, now: Date()) + "   c cancels")
+        // The key stays on screen: the bar gives way (at 100 columns, a rate of 100 MiB/s and a
+        // long ETA pushed "c cancels" off the line).
+        let hint = "   c cancels"
+        let bar = ProgressBar.line("Uploading \(upload.name)", upload.progress, since: upload.started, baseline: 0, now: Date())
+        let room = max(width - hint.count, 0)
+        let shown = bar.count > room ? String(bar.prefix(max(room - 1, 0))) + "…" : bar.padding(toLength: room, withPad: " ", startingAt: 0)
+        return fit(shown + hint)
     }
 
     private func bottomLine(_ screen: ClubScreen) -> String {
