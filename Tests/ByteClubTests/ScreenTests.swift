@@ -156,16 +156,38 @@ struct ScreenTests {
             let tmux = try Self.start(club)
             defer { tmux.kill() }
             _ = try await tmux.waitForScreen(containing: "q quit")
-            let pids = try await eventually("the byteclub process", timeout: .seconds(5)) { () -> [Int32]? in
-                let found = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap(Int32.init).filter { pid in
-                    (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe"))?.hasSuffix("/byteclub") == true
-                        && (FileManager.default.contents(atPath: "/proc/\(pid)/environ").map { String(decoding: $0, as: UTF8.self).contains(club.root.path) } ?? false)
-                }
-                return found.isEmpty ? nil : found
-            }
-            for pid in pids { kill(pid, SIGTERM) }
+            for pid in try await Self.byteclubProcesses(of: club) { kill(pid, SIGTERM) }
             let screen = try await tmux.waitForScreen(containing: "exit status 143")
             #expect(!screen.contains("q quit"), "the alternate screen is gone:\n\(screen)")
+        }
+    }
+
+    // A signal source of libdispatch ignored its signal until its own thread had registered it,
+    // some time after the app set it up: CI's run of the test above once sent SIGTERM in that
+    // gap, and byteclub went on running.
+    @Test("a SIGTERM at any moment of byteclub's start ends it: never ignored")
+    func terminatedWhileStarting() async throws {
+        try await ClubFixture.with { club in
+            for round in 0..<6 {
+                let tmux = try Self.start(club)
+                defer { tmux.kill() }
+                let pids = try await Self.byteclubProcesses(of: club)
+                try await Task.sleep(for: .milliseconds(round * 40))
+                for pid in pids { kill(pid, SIGTERM) }
+                let screen = try await tmux.waitForScreen(containing: "exit status 143", timeout: .seconds(10))
+                #expect(!screen.contains("q quit"), "round \(round): the alternate screen is gone:\n\(screen)")
+            }
+        }
+    }
+
+    /// The byteclub processes started for `club` (found by their environment), once one runs.
+    static func byteclubProcesses(of club: ClubFixture) async throws -> [Int32] {
+        try await eventually("the byteclub process", timeout: .seconds(5), every: .milliseconds(5)) { () -> [Int32]? in
+            let found = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap(Int32.init).filter { pid in
+                (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe"))?.hasSuffix("/byteclub") == true
+                    && (FileManager.default.contents(atPath: "/proc/\(pid)/environ").map { String(decoding: $0, as: UTF8.self).contains(club.root.path) } ?? false)
+            }
+            return found.isEmpty ? nil : found
         }
     }
 

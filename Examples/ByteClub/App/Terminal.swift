@@ -8,14 +8,8 @@ enum Interrupt {
     static func cancelling<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) async throws -> T {
         // The handler is in place before the work starts: a Ctrl-C is never lost in between.
         let pressed = Presses()
-        signal(SIGINT, SIG_IGN)
-        let source = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
-        source.setEventHandler { pressed.press() }
-        source.resume()
-        defer {
-            source.cancel()
-            signal(SIGINT, SIG_DFL)
-        }
+        let handling = Signals.handle([SIGINT]) { _ in pressed.press() }
+        defer { handling.stop() }
         let task = Task { try await work() }
         pressed.onPress { task.cancel() }
         return try await task.value

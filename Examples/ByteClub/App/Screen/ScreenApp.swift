@@ -24,23 +24,14 @@ struct ScreenApp {
         let terminal = try TerminalSession()
         defer { terminal.leave(forGood: true) }
         let (events, post) = AsyncStream.makeStream(of: Event.self)
-        signal(SIGWINCH, SIG_IGN)
-        let resizes = DispatchSource.makeSignalSource(signal: SIGWINCH, queue: .global())
-        resizes.setEventHandler { post.yield(.resized) }
-        resizes.resume()
-        defer { resizes.cancel() }
+        let resizes = Signals.handle([SIGWINCH]) { _ in post.yield(.resized) }
+        defer { resizes.stop() }
         // Killed politely (SIGTERM, a closed terminal's SIGHUP): the terminal is put back first.
-        let endings = [SIGTERM, SIGHUP].map { number -> any DispatchSourceSignal in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler {
-                terminal.leave(forGood: true)
-                exit(128 + number)
-            }
-            source.resume()
-            return source
+        let endings = Signals.handle([SIGTERM, SIGHUP]) { number in
+            terminal.leave(forGood: true)
+            exit(128 + number)
         }
-        defer { endings.forEach { $0.cancel() } }
+        defer { endings.stop() }
 
         var screen = ClubScreen()
         var upload: Task<Void, Never>?
