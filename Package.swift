@@ -84,12 +84,13 @@ let package = Package(
         // The vocabulary every layer shares, defined once: header fields, a task's kind and
         // state, the retry policy and its rulebook. Foundation only.
         .target(name: "FerryCore", swiftSettings: swiftSettings),
-        // POSIX helpers every layer needs once: the write-all loop. No dependencies.
+        // POSIX helpers every layer needs once: the write-all loop, signals. No dependencies.
         .target(name: "FerrySystem", swiftSettings: swiftSettings),
         .target(
             name: "Ferry",
             dependencies: [
                 "FerryCore",
+                "FerrySystem",
                 "FerryEngine",
                 "FerryProtocol",
                 "FerryDaemonClient",
@@ -175,7 +176,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "FerryTestServer",
-            dependencies: ["FerryTestSupport"],
+            dependencies: ["FerrySystem", "FerryTestSupport"],
             swiftSettings: swiftSettings
         ),
         // ferryd: sockets, connections, owners, events, scheduling through FerryEngine,
@@ -318,7 +319,7 @@ let package = Package(
             path: "Examples/ByteClub/Kit", swiftSettings: swiftSettings),
         .executableTarget(
             name: "ByteClubApp",
-            dependencies: ["ByteClubKit", "CVips", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["ByteClubKit", "CVips", "FerrySystem", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Examples/ByteClub/App", swiftSettings: swiftSettings),
         // MARK: Benchmarks (run by Benchmarks/*.sh)
         .executableTarget(

@@ -1,3 +1,4 @@
+import FerrySystem
 import Foundation
 import NIOConcurrencyHelpers
 
@@ -43,40 +44,32 @@ public final class ProcessActivity: Sendable {
 
 /// SIGTERM and SIGINT turned into "expiring" for one activity; when it ends (or its grace
 /// runs out) a signal that came is delivered again with its default action.
-private final class SignalWatch: @unchecked Sendable {  // `sources` is set once in init and only cancelled after
+private final class SignalWatch: Sendable {
     private let activity: ProcessActivity
-    private let sources: [any DispatchSourceSignal]
+    private let handling: Signals.Handling
+    /// Where the grace's timer runs.
     private static let queue = DispatchQueue(label: "ferry.process-activity")
 
     init(activity: ProcessActivity, grace: Duration) {
         self.activity = activity
-        var sources: [any DispatchSourceSignal] = []
-        for signalNumber in [SIGTERM, SIGINT] {
-            signal(signalNumber, SIG_IGN)  // the dispatch source sees it; the default action waits
-            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: Self.queue)
-            source.setEventHandler { [activity] in
-                activity.expire(with: signalNumber)
-                let (seconds, attoseconds) = grace.components
-                Self.queue.asyncAfter(deadline: .now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))) {
-                    Self.endProcess(signalNumber)  // out of grace
-                }
+        handling = Signals.handle([SIGTERM, SIGINT]) { [activity] signalNumber in
+            activity.expire(with: signalNumber)
+            let (seconds, attoseconds) = grace.components
+            Self.queue.asyncAfter(deadline: .now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))) {
+                Self.endProcess(signalNumber)  // out of grace
             }
-            source.resume()
-            sources.append(source)
         }
-        self.sources = sources
     }
 
     func end() {
-        for source in sources { source.cancel() }
-        for signalNumber in [SIGTERM, SIGINT] { signal(signalNumber, SIG_DFL) }
+        handling.stop()
         if let pending = activity.pendingSignal { Self.endProcess(pending) }
     }
 
     /// The end the signal would have brought: its default action.
     private static func endProcess(_ signalNumber: Int32) {
         signal(signalNumber, SIG_DFL)
-        // Dispatch's signal sources block the signal in its threads; unblock it here, where
+        // The threads of Swift's pool and of dispatch block signals; unblock it here, where
         // `raise` delivers it, so its default action ends the process.
         var set = sigset_t()
         sigemptyset(&set)

@@ -9,6 +9,7 @@
 // Stops cleanly (nginx stopped, temp dirs removed) on SIGINT/SIGTERM or after --lifetime
 // seconds (default 86400).
 import Dispatch
+import FerrySystem
 import FerryTestSupport
 
 #if canImport(Glibc)
@@ -60,21 +61,8 @@ while let arg = args.popFirst() {
 }
 
 // SIGINT/SIGTERM end the wait below instead of the process, so cleanup runs.
-enum Signals {
-    /// Yields once per SIGINT/SIGTERM; keep the returned sources alive.
-    nonisolated static func stream() -> (AsyncStream<Void>, [any DispatchSourceSignal]) {
-        let (stream, continuation) = AsyncStream<Void>.makeStream()
-        let sources = [SIGINT, SIGTERM].map { sig -> any DispatchSourceSignal in
-            signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler { continuation.yield() }
-            source.resume()
-            return source
-        }
-        return (stream, sources)
-    }
-}
-let (signals, signalSources) = Signals.stream()
+let (signals, signalled) = AsyncStream<Void>.makeStream()
+let signalHandling = Signals.handle([SIGINT, SIGTERM]) { _ in signalled.yield() }
 
 do {
     let server = try await TestHTTPServer.start(port: port)

@@ -1,4 +1,5 @@
 import ByteClubKit
+import FerrySystem
 import Foundation
 
 /// Ctrl-C while a transfer runs: cancels the Swift task doing it (which cancels the Ferry task)

@@ -1,4 +1,5 @@
 import ByteClubKit
+import FerrySystem
 import Foundation
 
 /// `byteclub` with no command: the tutorial's app full screen, two tabs (Notes, Photos). It
