@@ -8,6 +8,8 @@
 # Usage: Benchmarks/event-latency.sh            (COUNT=1000, RUNS=3)
 #        TOGETHER=1 Benchmarks/event-latency.sh (every task held at the server until all have
 #                                                arrived: they end at one moment)
+#        FERRYD=/path/to/ferryd Benchmarks/event-latency.sh (another build's ferryd, the same
+#                                                app: alternate runs to compare two builds)
 # Environment: FERRY_SCRATCH (SwiftPM scratch path, default .build-release), BENCH_TMP.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -34,10 +36,12 @@ grep -q '^ready' "$work/server.log" || { cat "$work/server.log" >&2; exit 1; }
 url=$(head -n 1 "$work/server.log")
 for run in $(seq 1 "${RUNS:-3}"); do
   export FERRY_DATA_DIR="$work/data-$run" FERRY_RUNTIME_DIR="$work/run-$run" FERRYD_LOG_LEVEL=notice
-  "$bin/ferryd" --global-task-limit "$count" >"$work/ferryd-$run.log" 2>&1 &
+  "${FERRYD:-$bin/ferryd}" --global-task-limit "$count" >"$work/ferryd-$run.log" 2>&1 &
   ferryd=$!
   for _ in $(seq 1 200); do [ -S "$FERRY_RUNTIME_DIR/ferryd.sock" ] && break; sleep 0.05; done
   printf 'run %s: ' "$run"
-  FERRYD_PATH="$bin/ferryd" "$bin/EventLatency" "$url" "$count" ${TOGETHER:+together}
+  FERRYD_PATH="${FERRYD:-$bin/ferryd}" "$bin/EventLatency" "$url" "$count" ${TOGETHER:+together}
+  # ferryd's own CPU for the run (user + system), steadier than the p99 to compare builds.
+  echo "ferryd CPU: $(awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f s", ($14 + $15) / hz}' "/proc/$ferryd/stat")"
   kill "$ferryd"; wait "$ferryd" 2>/dev/null || true; ferryd=""
 done
