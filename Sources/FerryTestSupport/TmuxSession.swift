@@ -52,6 +52,15 @@ public struct TmuxSession: Sendable {
         return (try? String(contentsOf: file, encoding: .utf8)) ?? ""
     }
 
+    /// Whether the pane shows its alternate screen (a full-screen program's, left raw until
+    /// it is put back).
+    public func showsAlternateScreen() throws -> Bool {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("tmux-\(UUID().uuidString).txt")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try tmux(["display-message", "-p", "-t", name, "#{alternate_on}"], output: file)
+        return (try? String(contentsOf: file, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) == "1"
+    }
+
     /// Polls the screen until it contains `text` and satisfies `also` (up to `timeout`).
     public func waitForScreen(
         containing text: String, escapes: Bool = false, timeout: Duration = .seconds(20), also: (String) -> Bool = { _ in true }

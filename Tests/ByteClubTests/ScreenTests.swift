@@ -156,16 +156,18 @@ struct ScreenTests {
             let tmux = try Self.start(club)
             defer { tmux.kill() }
             _ = try await tmux.waitForScreen(containing: "q quit")
+            #expect(try tmux.showsAlternateScreen(), "the app runs on the alternate screen")
             for pid in try await Self.byteclubProcesses(of: club) { kill(pid, SIGTERM) }
             let screen = try await tmux.waitForScreen(containing: "exit status 143")
             #expect(!screen.contains("q quit"), "the alternate screen is gone:\n\(screen)")
+            #expect(try !tmux.showsAlternateScreen())
         }
     }
 
     // A signal source of libdispatch ignored its signal until its own thread had registered it,
     // some time after the app set it up: CI's run of the test above once sent SIGTERM in that
     // gap, and byteclub went on running.
-    @Test("a SIGTERM at any moment of byteclub's start ends it: never ignored")
+    @Test("a SIGTERM at any moment of byteclub's start ends it (never ignored) and leaves the terminal as it was")
     func terminatedWhileStarting() async throws {
         try await ClubFixture.with { club in
             for round in 0..<6 {
@@ -176,6 +178,7 @@ struct ScreenTests {
                 for pid in pids { kill(pid, SIGTERM) }
                 let screen = try await tmux.waitForScreen(containing: "exit status 143", timeout: .seconds(10))
                 #expect(!screen.contains("q quit"), "round \(round): the alternate screen is gone:\n\(screen)")
+                #expect(try !tmux.showsAlternateScreen(), "round \(round): byteclub ended on the alternate screen")
             }
         }
     }

@@ -1,6 +1,7 @@
 import ByteClubKit
 import FerrySystem
 import Foundation
+import NIOConcurrencyHelpers
 
 /// `byteclub` with no command: the tutorial's app full screen, two tabs (Notes, Photos). It
 /// follows window resizes and shows what other members add without a refresh (the service's
@@ -22,17 +23,24 @@ struct ScreenApp {
     }
 
     func run() async throws {
-        let terminal = try TerminalSession()
+        // Killed politely (SIGTERM, a closed terminal's SIGHUP): the terminal is put back first.
+        // Caught before the terminal is taken, which happens under the same lock: no moment
+        // leaves it raw and on the alternate screen.
+        let taken = NIOLockedValueBox<TerminalSession?>(nil)
+        let endings = Signals.handle([SIGTERM, SIGHUP]) { number in
+            taken.withLockedValue { $0?.leave(forGood: true) }
+            exit(128 + number)
+        }
+        defer { endings.stop() }
+        let terminal = try taken.withLockedValue { taken in
+            let terminal = try TerminalSession()
+            taken = terminal
+            return terminal
+        }
         defer { terminal.leave(forGood: true) }
         let (events, post) = AsyncStream.makeStream(of: Event.self)
         let resizes = Signals.handle([SIGWINCH]) { _ in post.yield(.resized) }
         defer { resizes.stop() }
-        // Killed politely (SIGTERM, a closed terminal's SIGHUP): the terminal is put back first.
-        let endings = Signals.handle([SIGTERM, SIGHUP]) { number in
-            terminal.leave(forGood: true)
-            exit(128 + number)
-        }
-        defer { endings.stop() }
 
         var screen = ClubScreen()
         var upload: Task<Void, Never>?
