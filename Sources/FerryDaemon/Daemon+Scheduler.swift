@@ -52,15 +52,7 @@ extension Daemon {
             }
             let held = await runDueTasks()
             let now = clock.now
-            var deadline: Date?
-            do {
-                deadline = try await store.nextRunnableDate(after: now)
-            } catch {
-                // Sleeping until woken would leave a timed retry or begin date waiting for the
-                // next submission: look again in a second.
-                logger.warning("cannot read when the next task is due", metadata: ["error": "\(error)"])
-                deadline = now.addingTimeInterval(1)
-            }
+            var deadline = await nextLook(now) { try await store.nextRunnableDate(after: now) }
             if let next = deadline, next <= now {
                 switch held {
                 case .nothing:
@@ -72,25 +64,29 @@ extension Daemon {
                     // running, and a pass now would only find them starting (it made two passes
                     // of every submission). The pass saw every task due by `lookedAt`: look again
                     // when one after that is due (at once for one that came due during the pass).
-                    do {
-                        deadline = try await store.nextRunnableDate(laterThan: lookedAt)
-                    } catch {
-                        deadline = now.addingTimeInterval(1)  // the store could not say: look again soon
-                    }
+                    deadline = await nextLook(now) { try await store.nextRunnableDate(laterThan: lookedAt) }
                 case .byLimits:
                     // Runnable but held by a limit: a finishing task wakes us; look again in a second anyway.
                     deadline = now.addingTimeInterval(1)
                 case .byNetwork:
                     // Only the network or power holds them: the monitor wakes us when they change.
-                    do {
-                        deadline = try await store.nextRunnableDate(laterThan: now)
-                    } catch {
-                        deadline = now.addingTimeInterval(1)
-                    }
+                    deadline = await nextLook(now) { try await store.nextRunnableDate(laterThan: now) }
                 }
             }
             if let cleanup = lastCleanup?.addingTimeInterval(3600) { deadline = min(deadline ?? cleanup, cleanup) }
             await wakeup.wait(until: deadline, clock: clock)
+        }
+    }
+
+    /// When the next task is due as the store says (nil: none), or a second from `now` when it
+    /// cannot say: sleeping until woken would leave a timed retry or begin date waiting for the
+    /// next submission.
+    private func nextLook(_ now: Date, _ read: () async throws -> Date?) async -> Date? {
+        do {
+            return try await read()
+        } catch {
+            logger.warning("cannot read when the next task is due", metadata: ["error": "\(error)"])
+            return now.addingTimeInterval(1)
         }
     }
 

@@ -46,19 +46,21 @@ public struct TmuxSession: Sendable {
 
     /// The screen, with colours as escape sequences when `escapes`.
     public func screen(escapes: Bool = false) throws -> String {
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("tmux-\(UUID().uuidString).txt")
-        defer { try? FileManager.default.removeItem(at: file) }
-        try tmux(["capture-pane", "-p", "-t", name] + (escapes ? ["-e"] : []), output: file)
-        return (try? String(contentsOf: file, encoding: .utf8)) ?? ""
+        try printed(by: ["capture-pane", "-p", "-t", name] + (escapes ? ["-e"] : []))
     }
 
     /// Whether the pane shows its alternate screen (a full-screen program's, left raw until
     /// it is put back).
     public func showsAlternateScreen() throws -> Bool {
+        try printed(by: ["display-message", "-p", "-t", name, "#{alternate_on}"]).trimmingCharacters(in: .whitespacesAndNewlines) == "1"
+    }
+
+    /// What a tmux command prints.
+    private func printed(by arguments: [String]) throws -> String {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("tmux-\(UUID().uuidString).txt")
         defer { try? FileManager.default.removeItem(at: file) }
-        try tmux(["display-message", "-p", "-t", name, "#{alternate_on}"], output: file)
-        return (try? String(contentsOf: file, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) == "1"
+        try tmux(arguments, output: file)
+        return (try? String(contentsOf: file, encoding: .utf8)) ?? ""
     }
 
     /// Polls the screen until it contains `text` and satisfies `also` (up to `timeout`).

@@ -39,8 +39,9 @@ struct ScreenRenderer {
         return frame
     }
 
-    /// `text` made safe, cut or padded to the width (characters, not cells).
-    func fit(_ text: String) -> String {
+    /// `text` made safe, cut or padded to `width` (the screen's unless given; characters, not cells).
+    func fit(_ text: String, width: Int? = nil) -> String {
+        let width = width ?? self.width
         let text = displaySafe(text)
         return text.count > width ? String(text.prefix(max(width - 1, 0))) + "…" : text.padding(toLength: width, withPad: " ", startingAt: 0)
     }
@@ -115,9 +116,7 @@ struct ScreenRenderer {
         // long ETA pushed "c cancels" off the line).
         let hint = "   c cancels"
         let bar = ProgressBar.line("Uploading \(upload.name)", upload.progress, since: upload.started, baseline: 0, now: Date())
-        let room = max(width - hint.count, 0)
-        let shown = bar.count > room ? String(bar.prefix(max(room - 1, 0))) + "…" : bar.padding(toLength: room, withPad: " ", startingAt: 0)
-        return fit(shown + hint)
+        return fit(fit(bar, width: max(width - hint.count, 0)) + hint)
     }
 
     private func bottomLine(_ screen: ClubScreen) -> String {
