@@ -430,7 +430,7 @@ extension Daemon {
     /// bytes in the file) or an upload's resource, so a restart continues from there.
     func persistProgress(_ key: TaskKey, _ snapshot: TaskReporter.Snapshot) async {
         do {
-            try await store.updateTask(session: key.session, task: key.task, now: clock.now) { record in
+            try await store.updateTask(session: key.session, task: key.task, now: clock.now, durability: .written) { record in
                 guard !record.state.isFinal else { return }
                 record.bytesSent = snapshot.bytesSent
                 record.bytesReceived = snapshot.bytesReceived

@@ -12,8 +12,10 @@ import Synchronization
 /// queue of its own, at most every ``interval`` and only after a commit. A passive checkpoint
 /// never blocks a write, nor waits for one: frames a reader still needs stay for the next.
 ///
-/// Durability does not depend on it: each commit is on disk in the log already. Nothing
-/// checkpoints while nothing is written; the last connection to close checkpoints what is left.
+/// A synced commit is on disk in the log already; a commit that was not synced
+/// (``Durability/written``) is synced by the next checkpoint, which starts at most
+/// ``interval`` after it. Nothing checkpoints while nothing is written; the last connection to
+/// close checkpoints what is left.
 final class Checkpointer: Sendable {
     /// The most often a checkpoint starts: a shorter log each time (a fraction of the 1,000
     /// pages SQLite waits for), on a disk that syncs in about a millisecond.
@@ -25,6 +27,10 @@ final class Checkpointer: Sendable {
         var connection: DatabaseQueue?
         var lastStart: ContinuousClock.Instant?
         var running = false
+        /// A checkpoint is set to start when the interval since the last one has passed.
+        var scheduled = false
+        /// A commit came while one ran or was scheduled: the next covers it.
+        var due = false
         var closed = false
     }
     private let state = Mutex(State())
@@ -32,26 +38,63 @@ final class Checkpointer: Sendable {
     init(path: String) { self.path = path }
 
     /// After a commit (on the writer's queue): starts a checkpoint when none runs and the last
-    /// started at least ``interval`` ago. Returns at once.
+    /// started at least ``interval`` ago, or sets one for when the interval has passed. Every
+    /// commit is followed by a checkpoint within about ``interval``: a commit that was not
+    /// synced (``Durability/written``) is synced by it, even when nothing is written after it.
+    /// Returns at once.
     func committed() {
         let now = ContinuousClock.now
+        let wait: Duration? = state.withLock { state in
+            guard !state.closed else { return nil }
+            guard !state.running, !state.scheduled else {
+                state.due = true
+                return nil
+            }
+            let wait = state.lastStart.map { Self.interval - (now - $0) } ?? .zero
+            if wait > .zero {
+                state.scheduled = true
+            } else {
+                state.running = true
+                state.lastStart = now
+                state.due = false
+            }
+            return wait
+        }
+        guard let wait else { return }
+        if wait > .zero {
+            let (seconds, attoseconds) = wait.components
+            let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+            queue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { self.startScheduled() }
+        } else {
+            queue.async { self.checkpoint() }
+        }
+    }
+
+    /// The interval after the last start has passed: the checkpoint set for then runs.
+    private func startScheduled() {
         let start = state.withLock { state in
-            guard !state.closed, !state.running, state.lastStart.map({ now - $0 >= Self.interval }) ?? true else { return false }
+            state.scheduled = false
+            guard !state.closed, !state.running else { return false }
             state.running = true
-            state.lastStart = now
+            state.lastStart = .now
+            state.due = false
             return true
         }
-        guard start else { return }
-        queue.async { self.checkpoint() }
+        if start { checkpoint() }
     }
 
     private func checkpoint() {
-        defer { state.withLock { $0.running = false } }
         do {
             try connection()?.inDatabase { db in _ = try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(PASSIVE)") }
         } catch {
             // The next commit tries again; until then the log only grows longer.
         }
+        // Commits that came while this one ran may not be in it: one more covers them.
+        let again = state.withLock { state in
+            state.running = false
+            return state.due
+        }
+        if again { committed() }
     }
 
     /// Its own connection, opened on first use (after the store's migrations).

@@ -22,7 +22,7 @@ extension FerryStore {
     /// Marks a waiting task `running` for its next attempt (one more attempt counted, its
     /// retry time and reason cleared) and returns it; nil when it is not waiting any more
     /// (suspended, cancelled or ended meanwhile). The same change as
-    /// ``updateTask(session:task:appending:now:_:)`` making those changes, in one statement: each
+    /// ``updateTask(session:task:appending:now:durability:_:)`` making those changes, in one statement: each
     /// attempt's start read the row, decoded it, and wrote the columns that changed.
     ///
     /// ```swift
@@ -32,7 +32,8 @@ extension FerryStore {
     /// - Throws: ``FerryStoreError/Code/unknownTask``.
     public func startAttempt(session: String, task identifier: Int, now: Date = Date()) async throws -> TaskRecord? {
         let path = self.path
-        return try await write("start an attempt of task \(identifier) of \(session)") { db in
+        // Not synced: after a power cut the task is `waiting` again, as its transfer is.
+        return try await write("start an attempt of task \(identifier) of \(session)", durability: .written) { db in
             let statement = try db.cachedStatement(sql: Self.startAttemptSQL)
             if let row = try Row.fetchOne(statement, arguments: [now.timeIntervalSince1970, session, identifier]) {
                 return try TaskRecord.read(row)
@@ -52,7 +53,7 @@ extension FerryStore {
         """
 
     /// Marks a task `completed` with its outcome and stores its events, in one write. The same
-    /// change as ``updateTask(session:task:appending:now:_:)`` setting those fields, in one
+    /// change as ``updateTask(session:task:appending:now:durability:_:)`` setting those fields, in one
     /// statement that reads no row and returns none: a thousand transfers ending together are
     /// a thousand of these in a few grouped transactions, and each one's time is the others'
     /// wait. (A spooled upload body is the caller's to delete: its path is the task's

@@ -75,7 +75,9 @@ extension FerryStore {
     /// Returns how many went.
     @discardableResult
     public func acknowledge(session: String, upTo sequence: Int64, also single: [Int64] = []) async throws -> Int {
-        try await write("acknowledge the events of \(session)") { db in
+        // Not synced: lost with a power cut, the events are delivered again (as after any crash
+        // before an acknowledgement), their downloaded files possibly gone.
+        try await write("acknowledge the events of \(session)", durability: .written) { db in
             // Compiled once per connection: an app acknowledges after every task that ends.
             try db.cachedStatement(sql: "DELETE FROM event WHERE session_identifier = ? AND sequence <= ?").execute(arguments: [session, sequence])
             var removed = db.changesCount

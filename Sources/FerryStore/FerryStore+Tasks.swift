@@ -143,7 +143,8 @@ extension FerryStore {
     ///
     /// `change` gets the task as stored and may change any field but its identity, kind and
     /// idempotency key (those are refused). `updatedAt` is set to `now`. If `change` or any
-    /// write throws, nothing is written.
+    /// write throws, nothing is written. `durability` `.written` skips the disk sync, for a
+    /// change whose loss in a power cut only repeats work (a progress save).
     ///
     /// - Throws: ``FerryStoreError/Code/unknownTask``; ``FerryStoreError/Code/invalidTransition``
     ///   when the task is in a final state and `change` moves it to another;
@@ -154,10 +155,11 @@ extension FerryStore {
         task identifier: Int,
         appending events: [NewEvent] = [],
         now: Date = Date(),
+        durability: Durability = .synced,
         _ change: @escaping @Sendable (inout TaskRecord) throws -> Void
     ) async throws -> TaskRecord {
         let path = self.path
-        return try await write("update task \(identifier) of \(session)") { db in
+        return try await write("update task \(identifier) of \(session)", durability: durability) { db in
             guard let (before, stored) = try TaskRecord.fetchOneWithValues(
                 db, "WHERE session_identifier = ? AND task_identifier = ?", arguments: [session, identifier])
             else {
@@ -222,7 +224,7 @@ extension FerryStore {
         bytesExpectedToSend: Int64?, bytesExpectedToReceive: Int64?, now: Date = Date()
     ) async throws {
         let path = self.path
-        try await write("record the progress of task \(task) of \(session)") { db in
+        try await write("record the progress of task \(task) of \(session)", durability: .written) { db in
             try db.execute(
                 sql: """
                     UPDATE task SET bytes_sent = ?, bytes_received = ?, bytes_expected_to_send = ?,

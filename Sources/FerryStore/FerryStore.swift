@@ -9,7 +9,9 @@ public import Logging
 ///
 /// A write returns only once its transaction has committed: a task handed back by
 /// ``submit(_:now:)`` survives `kill -9` and a reboot (invariant 1). Events are deleted only
-/// by ``acknowledge(session:upTo:)`` (invariant 2).
+/// by ``acknowledge(session:upTo:also:)`` (invariant 2). Writes whose loss would only repeat
+/// work (an attempt's start, a progress save, an acknowledgement: ``Durability/written``)
+/// survive `kill -9` at once and a power cut from the next synced commit or checkpoint on.
 ///
 /// ```swift
 /// let store = try FerryStore(path: dataDirectory + "/ferryd.sqlite")
@@ -140,20 +142,25 @@ public final class FerryStore: Sendable {
 
     /// Runs `body` as one write, all or nothing: in a savepoint of the next group of writes
     /// (``GroupCommit``), answered once that group committed. Any error rolls `body`'s changes
-    /// back and comes out as a ``FerryStoreError``.
-    func write<T: Sendable>(_ doing: String, _ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        try await enqueueWrite(doing, body).value
+    /// back and comes out as a ``FerryStoreError``. `durability` says whether the commit is
+    /// synced to disk before `write` returns (the default) or only handed to the system.
+    func write<T: Sendable>(
+        _ doing: String, durability: Durability = .synced, _ body: @escaping @Sendable (Database) throws -> T
+    ) async throws -> T {
+        try await enqueueWrite(doing, durability: durability, body).value
     }
 
     /// Hands `body` to the writer and returns at once (writes commit in the order handed in).
-    func enqueueWrite<T: Sendable>(_ doing: String, _ body: @escaping @Sendable (Database) throws -> T) -> PendingWrite<T> {
+    func enqueueWrite<T: Sendable>(
+        _ doing: String, durability: Durability = .synced, _ body: @escaping @Sendable (Database) throws -> T
+    ) -> PendingWrite<T> {
         let path = self.path
         if isClosed.withLock({ $0 }) {
             let refused = PendingWrite<T>(failure: { $0 })
             refused.complete(.failure(FerryStoreError(.closed, "could not \(doing): the store is closed", path: path)))
             return refused
         }
-        return writes.enqueue(body, failure: { FerryStoreError.wrapping($0, path: path, while: doing) })
+        return writes.enqueue(body, durability: durability, failure: { FerryStoreError.wrapping($0, path: path, while: doing) })
     }
 
     func read<T: Sendable>(_ doing: String, _ body: @escaping @Sendable (Database) throws -> T) async throws -> T {

@@ -10,6 +10,10 @@ import Synchronization
 /// A thousand transfers finishing together are a thousand updates with their events; one
 /// transaction each queued them behind a thousand disk syncs.
 ///
+/// A transaction is synced to disk before its writes hear back when one of them asks for it
+/// (``Durability/synced``, the default); a group of writes that only record what a crash of
+/// the machine could take back (``Durability/written``) commits without the sync.
+///
 /// The events a transaction inserted (``journal(_:)``) are handed to the observer set with
 /// ``observeCommittedEvents(_:)`` once it committed, in sequence order, with the moment of the
 /// commit: ferryd delivers them from memory instead of reading them back.
@@ -22,10 +26,11 @@ final class GroupCommit: Sendable {
     private let observer = Mutex<(@Sendable (CommittedEvents) -> Void)?>(nil)
     private struct State {
         var waiting: [any QueuedWrite] = []
-        /// The writes of the transaction being written.
-        var taken: [any QueuedWrite] = []
         /// A transaction is being written (and will look for more when it ends).
         var writing = false
+        /// What the writer's connection is set to: `synchronous` may not change inside a
+        /// transaction, so it is set before each one that needs the other.
+        var connectionDurability = Durability.synced
     }
     private let state = Mutex(State())
 
@@ -50,10 +55,11 @@ final class GroupCommit: Sendable {
     /// they were handed in, and `value` of the result waits for `body`'s commit.
     /// `failure` turns an error into the one its caller gets.
     func enqueue<T: Sendable>(
-        _ body: @escaping @Sendable (Database) throws -> T, failure: @escaping @Sendable (any Error) -> any Error
+        _ body: @escaping @Sendable (Database) throws -> T, durability: Durability,
+        failure: @escaping @Sendable (any Error) -> any Error
     ) -> PendingWrite<T> {
         let outcome = PendingWrite<T>(failure: failure)
-        enqueue(Write(body: body, outcome: outcome))
+        enqueue(Write(body: body, durability: durability, outcome: outcome))
         return outcome
     }
 
@@ -69,52 +75,80 @@ final class GroupCommit: Sendable {
     /// One transaction with everything that waits when the writer gets to it; then the next,
     /// until nothing waits.
     private func writeNext() {
-        pool.asyncWrite({ db in
+        pool.asyncWriteWithoutTransaction { db in
             let group = self.state.withLock { state in
-                state.taken = state.waiting
-                state.waiting = []
-                return state.taken
+                defer { state.waiting = [] }
+                return state.waiting
             }
-            for write in group {
-                let mark = self.journaled.withLock { $0.count }
-                if !write.run(db) {
-                    self.journaled.withLock { $0.removeSubrange(mark...) }
+            let result: Result<Void, any Error>
+            do {
+                try self.setDurability(group.contains { $0.durability == .synced } ? .synced : .written, db)
+                try db.inTransaction {
+                    for write in group {
+                        let mark = self.journaled.withLock { $0.count }
+                        if !write.run(db) {
+                            self.journaled.withLock { $0.removeSubrange(mark...) }
+                        }
+                    }
+                    return .commit
                 }
+                result = .success(())
+            } catch {
+                result = .failure(error)
             }
-        }, completion: { _, result in
-            let events = self.journaled.withLock { journaled in
-                defer { journaled = [] }
-                return journaled
-            }
-            let group = self.state.withLock { state in
-                defer { state.taken = [] }
-                // The transaction failed before its body took anything (it could not begin:
-                // the database is busy past its time-out, or closed): the waiting writes fail
-                // with it, instead of being tried again at once, and again.
-                if state.taken.isEmpty, case .failure = result {
-                    defer { state.waiting = [] }
-                    return state.waiting
-                }
-                return state.taken
-            }
-            // A failed commit wrote none of the group.
-            let commitError: (any Error)? = if case .failure(let error) = result { error } else { nil }
-            if commitError == nil { self.checkpointer.committed() }
-            if commitError == nil, !events.isEmpty, let observe = self.observer.withLock({ $0 }) {
-                observe(CommittedEvents(events: events, committedAt: Date()))
-            }
-            for write in group { write.finish(commitError: commitError) }
-            let more = self.state.withLock { state in
-                if state.waiting.isEmpty { state.writing = false }
-                return state.writing
-            }
-            if more { self.writeNext() }
-        })
+            self.finish(group, result)
+        }
     }
+
+    /// What the last transaction ran with.
+    var currentDurability: Durability { state.withLock { $0.connectionDurability } }
+
+    /// Sets the writer's `synchronous` for the next transaction, when it differs: `FULL` syncs
+    /// the log at each commit; `NORMAL` leaves the commit to the operating system (it survives
+    /// ferryd's crash, not the machine's), and the next synced commit or checkpoint syncs it.
+    private func setDurability(_ wanted: Durability, _ db: Database) throws {
+        guard state.withLock({ $0.connectionDurability }) != wanted else { return }
+        try db.cachedStatement(sql: wanted == .synced ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL").execute()
+        state.withLock { $0.connectionDurability = wanted }
+    }
+
+    /// Answers the group's writes once their transaction ended, hands its events over, and
+    /// starts the next transaction when writes wait.
+    private func finish(_ group: [any QueuedWrite], _ result: Result<Void, any Error>) {
+        let events = journaled.withLock { journaled in
+            defer { journaled = [] }
+            return journaled
+        }
+        // A failed commit wrote none of the group (a transaction that could not begin, the
+        // database busy past its time-out or closed, fails its group, not the writes after).
+        let commitError: (any Error)? = if case .failure(let error) = result { error } else { nil }
+        if commitError == nil { checkpointer.committed() }
+        if commitError == nil, !events.isEmpty, let observe = observer.withLock({ $0 }) {
+            observe(CommittedEvents(events: events, committedAt: Date()))
+        }
+        for write in group { write.finish(commitError: commitError) }
+        let more = state.withLock { state in
+            if state.waiting.isEmpty { state.writing = false }
+            return state.writing
+        }
+        if more { writeNext() }
+    }
+}
+
+/// How far a write has gone when its caller hears back.
+public enum Durability: Sendable {
+    /// Synced to disk: it survives a power cut (submissions, completions, every state a client
+    /// is told of).
+    case synced
+    /// Handed to the operating system: it survives ferryd's crash but not the machine's, until
+    /// the next synced commit or checkpoint (under a second while ferryd works). For writes
+    /// whose loss only repeats work: an attempt's start, a progress save, an acknowledgement.
+    case written
 }
 
 /// A write waiting for its group's transaction.
 private protocol QueuedWrite: Sendable {
+    var durability: Durability { get }
     /// Runs the write in a savepoint, inside the group's transaction; false when it threw (and
     /// its savepoint was rolled back).
     func run(_ db: Database) -> Bool
@@ -124,12 +158,14 @@ private protocol QueuedWrite: Sendable {
 
 private final class Write<T: Sendable>: QueuedWrite, @unchecked Sendable {
     private let body: @Sendable (Database) throws -> T
+    let durability: Durability
     private let outcome: PendingWrite<T>
     // Unchecked: set by `run` and read by `finish`, both on the writer's queue, one after the other.
     private var result: Result<T, any Error>?
 
-    init(body: @escaping @Sendable (Database) throws -> T, outcome: PendingWrite<T>) {
+    init(body: @escaping @Sendable (Database) throws -> T, durability: Durability, outcome: PendingWrite<T>) {
         self.body = body
+        self.durability = durability
         self.outcome = outcome
     }
 

@@ -4,7 +4,7 @@ public import Foundation
 /// A background task as ferryd keeps it: one row of the `task` table.
 ///
 /// Tasks are created by ``FerryStore/submit(_:now:)`` and changed by
-/// ``FerryStore/updateTask(session:task:appending:now:_:)``, each in one transaction.
+/// ``FerryStore/updateTask(session:task:appending:now:durability:_:)``, each in one transaction.
 ///
 /// ```swift
 /// let running = try await store.updateTask(session: "com.example.bg", task: 3) { task in

@@ -115,8 +115,8 @@ struct OpeningTests {
     func groupThatCannotBegin() async throws {
         try await withStore { (store, _) async throws in
             try store.pool.close()  // under the store: BEGIN fails for the writer
-            let first = store.writes.enqueue({ _ in 1 }, failure: { $0 })
-            let second = store.writes.enqueue({ _ in 2 }, failure: { $0 })
+            let first = store.writes.enqueue({ _ in 1 }, durability: .synced, failure: { $0 })
+            let second = store.writes.enqueue({ _ in 2 }, durability: .written, failure: { $0 })
             await #expect(throws: (any Error).self) { _ = try await first.value }
             await #expect(throws: (any Error).self) { _ = try await second.value }
         }
