@@ -32,17 +32,16 @@ extension Daemon {
     /// Returns how many events went.
     @discardableResult
     func acknowledgeEvents(in session: String, upTo sequence: Int64, also single: Set<Int64> = []) async throws -> Int {
-        let handedOver = try await finishedDownloads(in: session, upTo: sequence, also: single)
-        let removed = try await store.acknowledge(session: session, upTo: sequence, also: single.sorted())
-        for file in handedOver { try? FileManager.default.removeItem(at: file) }
-        if try await store.undeliveredEvents(in: session, limit: 1).isEmpty {
+        let done = try await store.acknowledging(session: session, upTo: sequence, also: single.sorted(), returning: "downloadFinished")
+        for file in try await downloadedFiles(done.removedOfKind, of: session) { try? FileManager.default.removeItem(at: file) }
+        if !done.eventsLeft {
             // Everything delivered: the launch backoff starts afresh next time.
             update(session) { presence in
                 presence.launch?.timer?.stop()
                 presence.launch = nil
             }
         }
-        return removed
+        return done.removed
     }
 
     /// A session that keeps no events for a later owner (`keepsEvents` false: the CLI's), with
@@ -61,23 +60,14 @@ extension Daemon {
         return true
     }
 
-    /// The files of the `downloadFinished` events up to `sequence` (and of the `single` ones
-    /// after it) that lie in ferryd's own downloads folder of the session's container.
-    private func finishedDownloads(in session: String, upTo sequence: Int64, also single: Set<Int64>) async throws -> [URL] {
-        guard let record = try await store.session(session) else { return [] }
+    /// The files of `downloadFinished` events that lie in ferryd's own downloads folder of the
+    /// session's container (a path the app or the user named is theirs).
+    private func downloadedFiles(_ events: [EventRecord], of session: String) async throws -> [URL] {
+        guard !events.isEmpty, let record = try await store.session(session) else { return [] }
         let folder = containerURL(of: record).appendingPathComponent("downloads", isDirectory: true)
-        let last = max(sequence, single.max() ?? 0)
-        var files: [URL] = []
-        var after: Int64 = 0
-        while true {
-            let events = try await store.events(in: session, kind: "downloadFinished", after: after, through: last)
-            for event in events where event.sequence <= sequence || single.contains(event.sequence) {
-                if case .downloadFinished(let finished)? = try? event.event().kind, Self.isInside(finished.location, folder) {
-                    files.append(URL(fileURLWithPath: finished.location))
-                }
-            }
-            guard events.count == 500, let next = events.last?.sequence else { return files }
-            after = next
+        return events.compactMap { event in
+            guard case .downloadFinished(let finished)? = try? event.event().kind, Self.isInside(finished.location, folder) else { return nil }
+            return URL(fileURLWithPath: finished.location)
         }
     }
 }

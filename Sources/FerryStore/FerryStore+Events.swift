@@ -36,21 +36,6 @@ extension FerryStore {
         }
     }
 
-    /// The session's events of one kind with a sequence above `after` and up to `last`, oldest
-    /// first, at most `limit`: what an acknowledgement up to `last` removes of that kind,
-    /// without reading (and decoding) the others.
-    ///
-    /// ```swift
-    /// let finished = try await store.events(in: "com.example.bg", kind: "downloadFinished", through: 41)
-    /// ```
-    public func events(in session: String, kind: String, after: Int64 = 0, through last: Int64, limit: Int = 500) async throws -> [EventRecord] {
-        try await read("read the \(kind) events of \(session)") { db in
-            try EventRecord.fetchAll(
-                db, "WHERE session_identifier = ? AND sequence > ? AND sequence <= ? AND kind = ? ORDER BY sequence LIMIT ?",
-                arguments: [session, after, last, kind, max(0, limit)])
-        }
-    }
-
     /// The sequence of the session's last stored event; nil when none waits.
     public func lastEventSequence(in session: String) async throws -> Int64? {
         try await read("find the last event of \(session)") { db in
@@ -75,9 +60,42 @@ extension FerryStore {
     /// Returns how many went.
     @discardableResult
     public func acknowledge(session: String, upTo sequence: Int64, also single: [Int64] = []) async throws -> Int {
+        try await acknowledging(session: session, upTo: sequence, also: single).removed
+    }
+
+    /// What ``acknowledging(session:upTo:also:returning:)`` did.
+    public struct Acknowledged: Sendable {
+        /// How many events went.
+        public var removed: Int
+        /// The removed events of the kind asked for, oldest first.
+        public var removedOfKind: [EventRecord]
+        /// Whether the session still has events.
+        public var eventsLeft: Bool
+    }
+
+    /// ``acknowledge(session:upTo:also:)``, which also hands back the removed events of one
+    /// kind (their payloads name what the caller releases with them: ferryd's downloaded
+    /// files) and says whether any event is left, in the same write: ferryd's acknowledgement
+    /// was three reads and this write, for every task an app handled.
+    ///
+    /// ```swift
+    /// let done = try await store.acknowledging(session: "com.example.bg", upTo: 41, returning: "downloadFinished")
+    /// for event in done.removedOfKind { release(event) }
+    /// ```
+    public func acknowledging(
+        session: String, upTo sequence: Int64, also single: [Int64] = [], returning kind: String? = nil
+    ) async throws -> Acknowledged {
         // Not synced: lost with a power cut, the events are delivered again (as after any crash
         // before an acknowledgement), their downloaded files possibly gone.
         try await write("acknowledge the events of \(session)", durability: .written) { db in
+            var ofKind: [EventRecord] = []
+            if let kind {
+                let singles = Set(single)
+                ofKind = try EventRecord.fetchAll(
+                    db, "WHERE session_identifier = ? AND sequence <= ? AND kind = ? ORDER BY sequence",
+                    arguments: [session, max(sequence, single.max() ?? 0), kind]
+                ).filter { $0.sequence <= sequence || singles.contains($0.sequence) }
+            }
             // Compiled once per connection: an app acknowledges after every task that ends.
             try db.cachedStatement(sql: "DELETE FROM event WHERE session_identifier = ? AND sequence <= ?").execute(arguments: [session, sequence])
             var removed = db.changesCount
@@ -90,7 +108,9 @@ extension FerryStore {
                     arguments: StatementArguments([session] as [any DatabaseValueConvertible] + slice.map { $0 as any DatabaseValueConvertible }))
                 removed += db.changesCount
             }
-            return removed
+            let left = try Bool.fetchOne(
+                db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM event WHERE session_identifier = ?)"), arguments: [session]) ?? false
+            return Acknowledged(removed: removed, removedOfKind: ofKind, eventsLeft: left)
         }
     }
 

@@ -139,8 +139,8 @@ struct CommittedEventTests {
         }
     }
 
-    @Test("events of one kind: only that kind, only that session, above `after` and up to `through`, in order, at most `limit`")
-    func eventsOfOneKind() async throws {
+    @Test("an acknowledgement hands back the removed events of the kind asked for (that session's, up to N and the single ones after it) and says whether any are left")
+    func acknowledgingReturnsOneKind() async throws {
         try await withStore { (store, _) async throws in
             _ = try await store.openSession("other", appBundleIdentifier: "com.example.other")
             _ = try await store.submit(download("a"))
@@ -152,17 +152,18 @@ struct CommittedEventTests {
                 if kind == "downloadFinished" { finished.append(stored.sequence) }
                 _ = try await store.appendEvent(event(1, "downloadFinished", session: "other"))
             }
-            let all = try await store.events(in: "s", kind: "downloadFinished", through: Int64.max)
-            #expect(all.map(\.sequence) == finished)
-            #expect(all.allSatisfy { $0.kind == "downloadFinished" && $0.sessionIdentifier == "s" })
-            #expect(try await store.events(in: "s", kind: "downloadFinished", through: finished[2]).map(\.sequence) == Array(finished[...2]))
-            #expect(try await store.events(in: "s", kind: "downloadFinished", through: finished[2] - 1).map(\.sequence) == Array(finished[...1]))
-            // Pages, as an acknowledgement reads them.
-            let first = try await store.events(in: "s", kind: "downloadFinished", through: Int64.max, limit: 4)
-            #expect(first.map(\.sequence) == Array(finished[...3]))
-            let rest = try await store.events(in: "s", kind: "downloadFinished", after: first.last!.sequence, through: Int64.max, limit: 4)
-            #expect(rest.map(\.sequence) == Array(finished[4...]))
-            #expect(try await store.events(in: "s", kind: "response", through: Int64.max).isEmpty)
+            // Up to the third, and the fifth alone.
+            let first = try await store.acknowledging(session: "s", upTo: finished[2], also: [finished[4]], returning: "downloadFinished")
+            #expect(first.removedOfKind.map(\.sequence) == [finished[0], finished[1], finished[2], finished[4]])
+            #expect(first.removedOfKind.allSatisfy { $0.kind == "downloadFinished" && $0.sessionIdentifier == "s" })
+            #expect(first.removed == 5 + 1, "three finished and two completed up to the third, and the fifth")
+            #expect(first.eventsLeft)
+            // Without a kind, none is read; the rest goes and nothing is left; the other session keeps its own.
+            let rest = try await store.acknowledging(session: "s", upTo: Int64.max)
+            #expect(rest.removedOfKind.isEmpty)
+            #expect(rest.removed == 12 - 6)
+            #expect(!rest.eventsLeft)
+            #expect(try await store.undeliveredEvents(in: "other").count == 12)
         }
     }
 }
