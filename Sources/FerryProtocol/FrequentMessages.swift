@@ -3,7 +3,7 @@ public import NIOCore
 
 /// The messages ferryd writes most, without `JSONEncoder` (and those an app reads most,
 /// without `JSONDecoder`: ``decode(_:from:)``): a running task's progress, the end
-/// of a batch of events, and the `response`, `data` and `completed` kinds stored with every completion. A
+/// of a batch of events, the `submitted` and `acknowledged` replies (`FrequentReplies.swift`), and the `response`, `data` and `completed` kinds stored with every completion. A
 /// thousand transfers ending together spent a tenth of ferryd's CPU in the encoder for these.
 /// The text is what the encoder writes (keys sorted, the same escapes), so each decodes to the
 /// same value; the other messages and kinds go through the encoder as before.
@@ -25,6 +25,9 @@ extension MessageCoder {
             return ByteBuffer(string: text)
         case .eventsFinished(let session):
             return ByteBuffer(string: #"{"sessionIdentifier":"# + Self.quoted(session) + #","type":"eventsFinished"}"#)
+        case .reply(let id, let reply):
+            guard let text = Self.frequentReply(id: id, reply) else { return try encodeWithEncoder(message) }
+            return ByteBuffer(string: text)
         default:
             return try encodeWithEncoder(message)
         }

@@ -1,5 +1,5 @@
 import FerryCore
-import FerryProtocol
+@testable import FerryProtocol
 import Foundation
 import NIOCore
 import Testing
@@ -54,5 +54,61 @@ struct FrequentMessagesTests {
             #expect(String(buffer: written) == String(buffer: try Self.throughEncoder(kind)), "\(kind.typeName)")
             #expect(try coder.decode(EventKind.self, from: written) == kind)
         }
+    }
+
+    @Test("submitted and acknowledged replies, for tasks of every kind and option: the encoder's text; a task with an error, a waiting reason or a retry policy goes through the encoder")
+    func replies() throws {
+        let coder = MessageCoder()
+        let tricky: HeaderFields = ["X-Control": "\u{01}\t", "X-Unicode": "caf\u{E9} \u{2028}", "Set-Cookie": "a=1", "set-cookie": "b=2"]
+        var tasks: [TaskInfo] = []
+        for session in Self.sessions {
+            for kind in [TaskKind.download, .upload, .data] {
+                var options = TaskOptions(taskDescription: "photo \"1\"\n/2")
+                options.idempotencyKey = "key-\(session)"
+                options.priority = kind == .data ? 1 : 0.25
+                options.earliestBeginDate = Date(timeIntervalSince1970: 1_795_713_260.4811506)
+                options.timeoutIntervalForRequest = 30
+                options.timeoutIntervalForResource = 0.1
+                options.deliverTo = kind == .download ? "/home/u/Downloads/a b.iso" : nil
+                options.expectedSHA256 = kind == .download ? String(repeating: "ab", count: 32) : nil
+                let description = TaskDescription(
+                    kind: kind, request: TaskRequest(url: URL(string: "https://example.com/a%20b/c?q=1&r=/x#frag")!, method: kind == .upload ? "PUT" : "GET", headers: tricky),
+                    bodyFile: kind == .upload ? "/tmp/body \u{1F600}" : nil, destination: kind == .download ? "/tmp/dest" : nil, options: options)
+                tasks.append(TaskInfo(sessionIdentifier: session, taskIdentifier: 7, task: description, state: .waiting))
+                tasks.append(TaskInfo(
+                    sessionIdentifier: session, taskIdentifier: Int.max, task: description, state: .completed, bytesSent: 1 << 40, bytesReceived: 5,
+                    bytesExpectedToSend: 6, bytesExpectedToReceive: -1, attemptCount: 3, nextAttemptDate: Date(timeIntervalSince1970: 100),
+                    responseStatus: 404, deliveredTo: "/home/u/Downloads/a b (1).iso", eventsPending: false))
+            }
+        }
+        // The plainest: no options, no headers, an identifier of zero.
+        tasks.append(TaskInfo(sessionIdentifier: "s", taskIdentifier: 0, task: TaskDescription(kind: .download, request: TaskRequest(url: URL(string: "http://127.0.0.1:8080/")!)), state: .running, eventsPending: true))
+        for (index, task) in tasks.enumerated() {
+            let message = DaemonMessage.reply(id: UInt64(index), .submitted(Submitted(task: task, existing: index % 2 == 0)))
+            let written = try coder.encode(message)
+            #expect(String(buffer: written) == String(buffer: try Self.throughEncoder(message)), "task \(index)")
+            #expect(try coder.decode(DaemonMessage.self, from: written) == message)
+        }
+        for sequences in [nil, [], [1, Int64.max]] as [[Int64]?] {
+            let message = DaemonMessage.reply(id: .max, .acknowledged(Acknowledge(sessionIdentifier: "s\u{01}", upToSequence: 41, sequences: sequences)))
+            let written = try coder.encode(message)
+            #expect(String(buffer: written) == String(buffer: try Self.throughEncoder(message)), "\(String(describing: sequences))")
+            #expect(try coder.decode(DaemonMessage.self, from: written) == message)
+        }
+        // What only the encoder writes: still the encoder's text.
+        var failed = tasks[0]
+        failed.lastError = FerryProtocolError(.internalError, "boom")
+        var waiting = tasks[0]
+        waiting.waitingReason = WaitingReason(kind: .backingOff, until: Date(timeIntervalSince1970: 200), message: "backing off")
+        var retrying = tasks[0]
+        retrying.task.options.retryPolicy = .standard
+        var endless = tasks[0]
+        endless.task.options.timeoutIntervalForResource = .infinity
+        for task in [failed, waiting, retrying] {
+            #expect(MessageCoder.frequentReply(id: 1, .submitted(Submitted(task: task, existing: false))) == nil)
+            let message = DaemonMessage.reply(id: 1, .submitted(Submitted(task: task, existing: false)))
+            #expect(try coder.decode(DaemonMessage.self, from: try coder.encode(message)) == message)
+        }
+        #expect(MessageCoder.frequentReply(id: 1, .submitted(Submitted(task: endless, existing: false))) == nil)
     }
 }
