@@ -5,6 +5,8 @@
 #
 # Usage: Benchmarks/ferryd-scale.sh                     (100,000 held, 1,000 in the burst)
 #        HELD=10000 BURST=200 Benchmarks/ferryd-scale.sh  (a quick look)
+#        FERRYD=/path/to/ferryd Benchmarks/ferryd-scale.sh (another build's ferryd, the same
+#                                                        client: alternate runs to compare builds)
 # Environment: FERRY_SCRATCH (SwiftPM scratch path, default .build-release), BENCH_TMP (work
 # folders, default /var/tmp: a disk, not tmpfs).
 set -euo pipefail
@@ -24,4 +26,4 @@ cleanup() { kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || tr
 trap cleanup EXIT
 for _ in $(seq 1 100); do grep -q '^ready' "$log" && break; sleep 0.1; done
 grep -q '^ready' "$log" || { printf 'the test server did not start:\n' >&2; cat "$log" >&2; exit 1; }
-python3 Benchmarks/ferryd_scale.py "$bin/ferryd" "$(head -n 1 "$log")"
+python3 Benchmarks/ferryd_scale.py "${FERRYD:-$bin/ferryd}" "$(head -n 1 "$log")"

@@ -64,9 +64,11 @@ extension Daemon {
     /// session's container (a path the app or the user named is theirs).
     private func downloadedFiles(_ events: [EventRecord], of session: String) async throws -> [URL] {
         guard !events.isEmpty, let record = try await store.session(session) else { return [] }
-        let folder = containerURL(of: record).appendingPathComponent("downloads", isDirectory: true)
+        let folder = downloadsFolder(of: record) + "/"
         return events.compactMap { event in
-            guard case .downloadFinished(let finished)? = try? event.event().kind, Self.isInside(finished.location, folder) else { return nil }
+            guard case .downloadFinished(let finished)? = try? event.event().kind,
+                URL(fileURLWithPath: finished.location).standardizedFileURL.path.hasPrefix(folder)
+            else { return nil }
             return URL(fileURLWithPath: finished.location)
         }
     }

@@ -305,11 +305,32 @@ extension Daemon {
     /// The submission's destination, or `<container>/downloads/<task>.download`; its folder
     /// is created `0700`.
     func destinationURL(for record: TaskRecord, session: SessionRecord) async throws -> URL {
-        let file = record.destination.map { URL(fileURLWithPath: $0) }
-            ?? containerURL(of: session).appendingPathComponent("downloads/\(record.taskIdentifier).download")
-        try FileManager.default.createDirectory(
-            at: file.deletingLastPathComponent(), withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        return file
+        if let destination = record.destination {
+            // Absolute (`TaskDescription.problem`): its folder is what comes before the last slash.
+            let folder = destination.lastIndex(of: "/").map { String(destination[..<$0]) } ?? "/"
+            try Self.makeFolder(folder.isEmpty ? "/" : folder)
+            return URL(fileURLWithPath: destination, isDirectory: false)
+        }
+        let folder = downloadsFolder(of: session)
+        try Self.makeFolder(folder)
+        return URL(fileURLWithPath: folder + "/\(record.taskIdentifier).download", isDirectory: false)
+    }
+
+    /// `<container>/downloads` of the session, standardized, as a path.
+    func downloadsFolder(of session: SessionRecord) -> String {
+        let key = session.identifier + "\u{0}" + (session.sharedContainerIdentifier ?? "") + "\u{0}" + session.appBundleIdentifier
+        if let known = downloadsFolders[key] { return known }
+        let folder = containerURL(of: session).appendingPathComponent("downloads", isDirectory: true).standardizedFileURL.path
+        if downloadsFolders.count >= 4096 { downloadsFolders.removeAll() }  // bounded; it fills again as used
+        downloadsFolders[key] = folder
+        return folder
+    }
+
+    /// Creates `path` (`0700`) unless it exists: one `mkdir` when its parent does, the
+    /// intermediate folders too when it does not.
+    static func makeFolder(_ path: String) throws {
+        if mkdir(path, 0o700) == 0 || errno == EEXIST { return }
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
     }
 
     func defaultDestination(for record: TaskRecord) async throws -> URL? {

@@ -62,6 +62,9 @@ public actor Daemon {
     let stoppedSignal = Signal()
     var isStopping = false
     var heapTrim = HeapTrim()
+    /// Each session's downloads folder, worked out once (`downloadsFolder(of:)`): per download
+    /// it cost more URL work than the rest of the download's start.
+    var downloadsFolders: [String: String] = [:]
     /// What ferryd did since it started (`status`, `metrics`).
     var activity = DaemonActivity()
     var stopHandler: (@Sendable () -> Void)?

@@ -5,8 +5,8 @@ import Foundation
 /// `acknowledged`, without `JSONEncoder`: with tasks handed over one by one, the encoder's
 /// work for them was about a twentieth of ferryd's CPU. The text is the encoder's (keys sorted
 /// byte by byte, the same escapes and numbers), so each decodes to the same value. A task
-/// holding what only the encoder writes (an error, a waiting reason, a retry policy, a number
-/// JSON cannot hold) goes through the encoder, as every other reply does.
+/// holding what only the encoder writes (an error, a waiting reason, a number JSON cannot
+/// hold) goes through the encoder, as every other reply does.
 extension MessageCoder {
     /// The reply's JSON text, or nil when the encoder writes it.
     static func frequentReply(id: UInt64, _ reply: Reply) -> String? {
@@ -36,7 +36,7 @@ extension MessageCoder {
 
     /// A task as one object, its description's fields beside its own (``TaskInfo``'s coding).
     static func taskObject(_ info: TaskInfo) -> String? {
-        guard info.lastError == nil, info.waitingReason == nil, info.task.options.retryPolicy == nil else { return nil }
+        guard info.lastError == nil, info.waitingReason == nil else { return nil }
         let task = info.task
         let options = task.options
         var object = JSONObject()
@@ -71,6 +71,10 @@ extension MessageCoder {
         request += #"],"method":"# + quoted(task.request.method) + #","url":"# + quoted(task.request.url.absoluteString) + "}"
         object.add("request", request)
         if let status = info.responseStatus { object.add("responseStatus", String(status)) }
+        if let policy = options.retryPolicy {
+            guard let text = retryPolicyObject(policy) else { return nil }
+            object.add("retryPolicy", text)
+        }
         object.add("sessionIdentifier", quoted(info.sessionIdentifier))
         object.add("state", quoted(info.state.rawValue))
         if let text = options.taskDescription { object.add("taskDescription", quoted(text)) }
@@ -83,6 +87,20 @@ extension MessageCoder {
             guard let text = number(seconds) else { return nil }
             object.add("timeoutIntervalForResource", text)
         }
+        return object.text
+    }
+
+    /// ``RetryPolicy``'s coding: durations as seconds, statuses sorted.
+    static func retryPolicyObject(_ policy: RetryPolicy) -> String? {
+        guard let initial = number(policy.initialDelay.timeInterval), let maximum = number(policy.maximumDelay.timeInterval),
+            let retryAfter = number(policy.maximumRetryAfter.timeInterval)
+        else { return nil }
+        var object = JSONObject()
+        object.add("initialDelay", initial)
+        object.add("maximumAttempts", String(policy.maximumAttempts))
+        object.add("maximumDelay", maximum)
+        object.add("maximumRetryAfter", retryAfter)
+        object.add("retryableStatuses", "[" + policy.retryableStatuses.sorted().map(String.init).joined(separator: ",") + "]")
         return object.text
     }
 

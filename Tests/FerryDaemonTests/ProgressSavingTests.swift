@@ -18,9 +18,11 @@ struct ProgressSavingTests {
         let server = try await TestHTTPServer.start()
         let client = try await ferryd.client()
         try await client.request(.attach("s"))
-        // ~4 s of body: the resume point must be stored while it flows, not with the completion.
-        let task = try await client.submit(.download("s", server.baseURL + "/bytes/2000000?seed=4&drip=500000"))
-        try await poll(until: "the download's validator is stored while it runs", timeout: .seconds(3)) {
+        // ~8 s of body: the resume point must be stored while it flows, not with the completion
+        // (6 s to see it: in a loaded parallel round, 3 s of a 4 s body once did not suffice
+        // for the task to start).
+        let task = try await client.submit(.download("s", server.baseURL + "/bytes/2000000?seed=4&drip=250000"))
+        try await poll(until: "the download's validator is stored while it runs", timeout: .seconds(6)) {
             try await ferryd.task("s", task.taskIdentifier).resumeValidator != nil
         }
         let running = try await ferryd.task("s", task.taskIdentifier)
