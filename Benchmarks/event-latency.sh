@@ -10,6 +10,7 @@
 #                                                arrived: they end at one moment)
 #        FERRYD=/path/to/ferryd Benchmarks/event-latency.sh (another build's ferryd, the same
 #                                                app: alternate runs to compare two builds)
+#        APP=/path/to/EventLatency Benchmarks/event-latency.sh (another build's app, likewise)
 # Environment: FERRY_SCRATCH (SwiftPM scratch path, default .build-release), BENCH_TMP.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -40,7 +41,7 @@ for run in $(seq 1 "${RUNS:-3}"); do
   ferryd=$!
   for _ in $(seq 1 200); do [ -S "$FERRY_RUNTIME_DIR/ferryd.sock" ] && break; sleep 0.05; done
   printf 'run %s: ' "$run"
-  FERRYD_PATH="${FERRYD:-$bin/ferryd}" "$bin/EventLatency" "$url" "$count" ${TOGETHER:+together}
+  FERRYD_PATH="${FERRYD:-$bin/ferryd}" "${APP:-$bin/EventLatency}" "$url" "$count" ${TOGETHER:+together}
   # ferryd's own CPU for the run (user + system), steadier than the p99 to compare builds.
   echo "ferryd CPU: $(awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f s", ($14 + $15) / hz}' "/proc/$ferryd/stat")"
   kill "$ferryd"; wait "$ferryd" 2>/dev/null || true; ferryd=""

@@ -3,7 +3,7 @@ import Foundation
 import NIOCore
 
 /// Reads the messages an app receives most without `JSONDecoder`: stored events, live
-/// progress and the answers to acknowledgements. When a thousand background tasks end at
+/// progress, and the answers to submissions (`FrequentTaskReader.swift`) and acknowledgements. When a thousand background tasks end at
 /// once, an app spent a quarter of its CPU in the decoder for these, one message after another
 /// on its connection's event loop.
 ///
@@ -24,11 +24,19 @@ enum FrequentMessageReader {
         case "event": return event(fields).map { .event($0) }
         case "progress": return progress(fields).map { .progress($0) }
         case "reply":
-            guard let id = fields.unsigned("requestID"), let reply = fields.object("reply"), reply.string("type") == "acknowledged",
-                  let session = reply.string("sessionIdentifier"), let upTo = reply.integer("upToSequence"),
-                  let sequences = reply.optionalIntegers("sequences")
-            else { return nil }
-            return .reply(id: id, .acknowledged(Acknowledge(sessionIdentifier: session, upToSequence: upTo, sequences: sequences)))
+            guard let id = fields.unsigned("requestID"), let reply = fields.object("reply") else { return nil }
+            switch reply.string("type") {
+            case "acknowledged":
+                guard let session = reply.string("sessionIdentifier"), let upTo = reply.integer("upToSequence"),
+                      let sequences = reply.optionalIntegers("sequences")
+                else { return nil }
+                return .reply(id: id, .acknowledged(Acknowledge(sessionIdentifier: session, upToSequence: upTo, sequences: sequences)))
+            case "submitted":
+                guard case .bool(let existing)? = reply["existing"], let task = reply.object("task").flatMap(taskInfo) else { return nil }
+                return .reply(id: id, .submitted(Submitted(task: task, existing: existing)))
+            default:
+                return nil
+            }
         default: return nil
         }
     }
@@ -58,12 +66,7 @@ enum FrequentMessageReader {
             if case .some(nil) = data { return nil }
             return .failed(TransferFailure(code: code, message: message, resumeData: data.flatMap { $0 }))
         case "response":
-            guard let status = fields.integer("statusCode"), let list = fields.array("headers"), let url = fields.optionalString("url") else { return nil }
-            var headers = HeaderFields()
-            for pair in list {
-                guard case .array(let parts) = pair, parts.count == 2, case .string(let name) = parts[0], case .string(let value) = parts[1] else { return nil }
-                headers.add(name: name, value: value)
-            }
+            guard let status = fields.integer("statusCode"), let headers = fields.headers("headers"), let url = fields.optionalString("url") else { return nil }
             let parsed = url.map { URL(string: $0) }
             if case .some(nil) = parsed { return nil }
             return .response(ResponseHead(statusCode: Int(status), headers: headers, url: parsed.flatMap { $0 }))
@@ -84,7 +87,7 @@ enum FrequentMessageReader {
 }
 
 /// A JSON value as read: numbers keep their text, to be read as the field's type asks.
-private enum JSONValue {
+enum JSONValue {
     case string(String)
     case number(String)
     case object([(String, JSONValue)])
@@ -95,7 +98,7 @@ private enum JSONValue {
 
 /// An object's fields by name. Each accessor answers nil when the field is missing or of
 /// another type; the `optional…` ones answer `.some(nil)` for a missing or null field.
-private struct Fields {
+struct Fields {
     /// In the order written (a few each: a search is cheaper than a dictionary); no name twice,
     /// the parser refused repeats.
     let fields: [(String, JSONValue)]
@@ -120,6 +123,17 @@ private struct Fields {
     }
 
     func integer(_ name: String) -> Int64? { self[name].flatMap(Self.integer) }
+
+    /// Header fields as the protocol writes them: `[name, value]` pairs, in order.
+    func headers(_ name: String) -> HeaderFields? {
+        guard let list = array(name) else { return nil }
+        var headers = HeaderFields()
+        for pair in list {
+            guard case .array(let parts) = pair, parts.count == 2, case .string(let name) = parts[0], case .string(let value) = parts[1] else { return nil }
+            headers.add(name: name, value: value)
+        }
+        return headers
+    }
 
     /// Only plain integer text (`-12`, not `12.0` or `1e2`, which the decoder judges).
     static func integer(_ value: JSONValue) -> Int64? {
@@ -155,7 +169,7 @@ private struct Fields {
     func optionalIntegers(_ name: String) -> [Int64]?? { optional(name, integers) }
 
     /// A missing or null field is `.some(nil)`; any other is what `read` makes of it (nil: none).
-    private func optional<T>(_ name: String, _ read: (String) -> T?) -> T?? {
+    func optional<T>(_ name: String, _ read: (String) -> T?) -> T?? {
         switch self[name] {
         case nil, .null?: return .some(nil)
         default: return read(name).map { .some($0) }

@@ -1,3 +1,4 @@
+import FerryCore
 import Foundation
 public import NIOCore
 
@@ -59,17 +60,23 @@ extension MessageCoder {
         case .response(let head):
             // The encoder's shape: the head's fields beside `type`, each header a [name, value]
             // pair, the URL as its absolute string (left out when nil).
-            var text = #"{"headers":["#
-            for (index, field) in head.headers.enumerated() {
-                if index > 0 { text += "," }
-                text += "[" + Self.quoted(field.name) + "," + Self.quoted(field.value) + "]"
-            }
-            text += #"],"statusCode":\#(head.statusCode),"type":"response""#
+            var text = #"{"headers":"# + Self.headersArray(head.headers)
+            text += #","statusCode":\#(head.statusCode),"type":"response""#
             if let url = head.url { text += #","url":"# + Self.quoted(url.absoluteString) }
             return ByteBuffer(string: text + "}")
         default:
             return try encodeWithEncoder(kind)
         }
+    }
+
+    /// Header fields as `[name, value]` pairs, in order.
+    static func headersArray(_ headers: HeaderFields) -> String {
+        var text = "["
+        for (index, field) in headers.enumerated() {
+            if index > 0 { text += "," }
+            text += "[" + quoted(field.name) + "," + quoted(field.value) + "]"
+        }
+        return text + "]"
     }
 
     /// `text` as a JSON string, escaped as `JSONEncoder` escapes (with `withoutEscapingSlashes`):

@@ -63,12 +63,9 @@ extension MessageCoder {
         }
         guard let priority = number(options.priority) else { return nil }
         object.add("priority", priority)
-        var request = #"{"headers":["#
-        for (index, field) in task.request.headers.enumerated() {
-            if index > 0 { request += "," }
-            request += "[" + quoted(field.name) + "," + quoted(field.value) + "]"
-        }
-        request += #"],"method":"# + quoted(task.request.method) + #","url":"# + quoted(task.request.url.absoluteString) + "}"
+        var request = #"{"headers":"# + headersArray(task.request.headers)
+        request += #","method":"# + quoted(task.request.method)
+        request += #","url":"# + quoted(task.request.url.absoluteString) + "}"
         object.add("request", request)
         if let status = info.responseStatus { object.add("responseStatus", String(status)) }
         if let policy = options.retryPolicy {

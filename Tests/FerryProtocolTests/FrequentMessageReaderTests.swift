@@ -58,10 +58,13 @@ struct FrequentMessageReaderTests {
             messages.append(.reply(id: 0, .acknowledged(Acknowledge(sessionIdentifier: session, upToSequence: 9))))
             messages.append(.reply(id: .max, .acknowledged(Acknowledge(sessionIdentifier: session, upToSequence: -1, sequences: [11, 12, Int64.max]))))
         }
+        for (index, task) in FrequentMessagesTests.tasks.enumerated() {
+            messages.append(.reply(id: UInt64(index), .submitted(Submitted(task: task, existing: index % 3 == 0))))
+        }
         return messages
     }()
 
-    @Test("every kind of event, progress and acknowledged reply, as ferryd writes them: read by hand, the decoder's value")
+    @Test("every kind of event, progress, acknowledged and submitted reply, as ferryd writes them: read by hand, the decoder's value")
     func sameAsTheDecoder() throws {
         for message in Self.messages {
             let payload = try Self.coder.encode(message)
@@ -79,6 +82,8 @@ struct FrequentMessageReaderTests {
             #"{"taskIdentifier":3,"sessionIdentifier":"s","type":"progress","bytesSent":0,"bytesReceived":-0,"bytesExpectedToSend":null}"#,
             "{\"type\":\"reply\",\"requestID\":18446744073709551615,\"reply\":{\"type\":\"acknowledged\",\"sessionIdentifier\":\"s\",\"upToSequence\":3,\"sequences\":null}}\n",
             #"{"type":"event","sequence":1,"sessionIdentifier":"s","kind":{"type":"response","statusCode":200,"headers":[["A","\t"]],"url":null}}"#,
+            // A submission's answer: no priority (0.5), nulls, fields in another order, one unknown.
+            #"{"requestID":4,"type":"reply","reply":{"type":"submitted","existing":true,"task":{"taskIdentifier":2,"sessionIdentifier":"s","state":"waiting","kind":"download","request":{"url":"http://h/x","method":"GET","headers":[]},"bytesSent":0,"bytesReceived":0,"attemptCount":0,"lastError":null,"retryPolicy":{"maximumAttempts":2,"initialDelay":0.5,"maximumDelay":2,"maximumRetryAfter":0,"retryableStatuses":[]},"eventsPending":null,"future":[1]}}}"#,
         ]
         for spelling in spellings {
             let payload = ByteBuffer(string: spelling)
@@ -103,6 +108,11 @@ struct FrequentMessageReaderTests {
             ByteBuffer(string: #"{"type":"event","sequence":1,"kind":{"type":"completed"}}"#),
             ByteBuffer(string: #"{"type":"eventsFinished","sessionIdentifier":"s"}"#),
             ByteBuffer(string: #"{"type":"reply","requestID":1,"reply":{"type":"invalidated"}}"#),
+            // Submissions' answers the decoder reads (an error) or refuses (no attempts, a status out of range, a state unknown).
+            ByteBuffer(string: #"{"type":"reply","requestID":1,"reply":{"type":"submitted","existing":false,"task":{"taskIdentifier":2,"sessionIdentifier":"s","state":"waiting","kind":"download","request":{"url":"http://h/x","method":"GET","headers":[]},"bytesSent":0,"bytesReceived":0,"attemptCount":0,"lastError":{"code":"internalError","message":"boom"}}}}"#),
+            ByteBuffer(string: #"{"type":"reply","requestID":1,"reply":{"type":"submitted","existing":false,"task":{"taskIdentifier":2,"sessionIdentifier":"s","state":"waiting","kind":"download","request":{"url":"http://h/x","method":"GET","headers":[]},"bytesSent":0,"bytesReceived":0,"attemptCount":0,"retryPolicy":{"maximumAttempts":0,"initialDelay":1,"maximumDelay":2,"maximumRetryAfter":3,"retryableStatuses":[]}}}}"#),
+            ByteBuffer(string: #"{"type":"reply","requestID":1,"reply":{"type":"submitted","existing":false,"task":{"taskIdentifier":2,"sessionIdentifier":"s","state":"waiting","kind":"download","request":{"url":"http://h/x","method":"GET","headers":[]},"bytesSent":0,"bytesReceived":0,"attemptCount":0,"retryPolicy":{"maximumAttempts":2,"initialDelay":1,"maximumDelay":2,"maximumRetryAfter":3,"retryableStatuses":[600]}}}}"#),
+            ByteBuffer(string: #"{"type":"reply","requestID":1,"reply":{"type":"submitted","existing":false,"task":{"taskIdentifier":2,"sessionIdentifier":"s","state":"teleporting","kind":"download","request":{"url":"http://h/x","method":"GET","headers":[]},"bytesSent":0,"bytesReceived":0,"attemptCount":0}}}"#),
             ByteBuffer(string: String(repeating: "[", count: 40) + String(repeating: "]", count: 40)),
             ByteBuffer(string: "not json"),
             invalidUTF8,

@@ -56,9 +56,8 @@ struct FrequentMessagesTests {
         }
     }
 
-    @Test("submitted and acknowledged replies, for tasks of every kind and option: the encoder's text; a task with an error or a waiting reason goes through the encoder")
-    func replies() throws {
-        let coder = MessageCoder()
+    /// Tasks of every kind and option, as submissions' answers carry them.
+    static let tasks: [TaskInfo] = {
         let tricky: HeaderFields = ["X-Control": "\u{01}\t", "X-Unicode": "caf\u{E9} \u{2028}", "Set-Cookie": "a=1", "set-cookie": "b=2"]
         var tasks: [TaskInfo] = []
         for session in Self.sessions {
@@ -85,6 +84,13 @@ struct FrequentMessagesTests {
         }
         // The plainest: no options, no headers, an identifier of zero.
         tasks.append(TaskInfo(sessionIdentifier: "s", taskIdentifier: 0, task: TaskDescription(kind: .download, request: TaskRequest(url: URL(string: "http://127.0.0.1:8080/")!)), state: .running, eventsPending: true))
+        return tasks
+    }()
+
+    @Test("submitted and acknowledged replies, for tasks of every kind and option: the encoder's text; a task with an error or a waiting reason goes through the encoder")
+    func replies() throws {
+        let coder = MessageCoder()
+        let tasks = Self.tasks
         for (index, task) in tasks.enumerated() {
             let message = DaemonMessage.reply(id: UInt64(index), .submitted(Submitted(task: task, existing: index % 2 == 0)))
             let written = try coder.encode(message)
