@@ -5,8 +5,8 @@ import Foundation
 /// `acknowledged`, without `JSONEncoder`: with tasks handed over one by one, the encoder's
 /// work for them was about a twentieth of ferryd's CPU. The text is the encoder's (keys sorted
 /// byte by byte, the same escapes and numbers), so each decodes to the same value. A task
-/// holding what only the encoder writes (an error, a waiting reason, a number JSON cannot
-/// hold) goes through the encoder, as every other reply does.
+/// holding what only the encoder writes (an error, also as a waiting reason's, a number JSON
+/// cannot hold) goes through the encoder, as every other reply does.
 extension MessageCoder {
     /// The reply's JSON text, or nil when the encoder writes it.
     static func frequentReply(id: UInt64, _ reply: Reply) -> String? {
@@ -36,7 +36,7 @@ extension MessageCoder {
 
     /// A task as one object, its description's fields beside its own (``TaskInfo``'s coding).
     static func taskObject(_ info: TaskInfo) -> String? {
-        guard info.lastError == nil, info.waitingReason == nil else { return nil }
+        guard info.lastError == nil, info.waitingReason?.error == nil else { return nil }
         let task = info.task
         let options = task.options
         var object = JSONObject()
@@ -75,6 +75,17 @@ extension MessageCoder {
         object.add("sessionIdentifier", quoted(info.sessionIdentifier))
         object.add("state", quoted(info.state.rawValue))
         if let text = options.taskDescription { object.add("taskDescription", quoted(text)) }
+        if let reason = info.waitingReason {
+            var waiting = JSONObject()
+            if let host = reason.host { waiting.add("host", quoted(host)) }
+            waiting.add("kind", quoted(reason.kind.rawValue))
+            waiting.add("message", quoted(reason.message))
+            if let until = reason.until {
+                guard let seconds = number(until.timeIntervalSince1970) else { return nil }
+                waiting.add("until", seconds)
+            }
+            object.add("waitingReason", waiting.text)
+        }
         object.add("taskIdentifier", String(info.taskIdentifier))
         if let seconds = options.timeoutIntervalForRequest {
             guard let text = number(seconds) else { return nil }

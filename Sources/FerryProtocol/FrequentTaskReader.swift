@@ -4,11 +4,11 @@ import Foundation
 /// A task as a submission's answer carries it, read without `JSONDecoder`: an app handing
 /// tasks over one by one decoded each answer on its connection's event loop, ahead of the
 /// events waiting there, and the decoder's work for them was a seventh of the app's CPU. As
-/// with the other messages, anything it does not fully understand (an error, a waiting reason,
-/// a value the decoder would refuse or read otherwise) is left to the decoder.
+/// with the other messages, anything it does not fully understand (an error, a value the
+/// decoder would refuse or read otherwise) is left to the decoder.
 extension FrequentMessageReader {
     static func taskInfo(_ fields: Fields) -> TaskInfo? {
-        guard fields["lastError"].isAbsent, fields["waitingReason"].isAbsent,
+        guard fields["lastError"].isAbsent, let waiting = fields.optional("waitingReason", { name in fields.object(name).flatMap(waitingReason) }),
               let session = fields.string("sessionIdentifier"), let identifier = fields.integer("taskIdentifier"),
               let state = fields.string("state").flatMap(TaskState.init(rawValue:)), let task = taskDescription(fields),
               let sent = fields.integer("bytesSent"), let received = fields.integer("bytesReceived"),
@@ -20,8 +20,16 @@ extension FrequentMessageReader {
         return TaskInfo(
             sessionIdentifier: session, taskIdentifier: Int(identifier), task: task, state: state, bytesSent: sent, bytesReceived: received,
             bytesExpectedToSend: toSend, bytesExpectedToReceive: toReceive, attemptCount: Int(attempts),
-            nextAttemptDate: nextAttempt.map(Date.init(timeIntervalSince1970:)), responseStatus: status.map(Int.init),
-            deliveredTo: deliveredTo, eventsPending: pending)
+            nextAttemptDate: nextAttempt.map(Date.init(timeIntervalSince1970:)),
+            waitingReason: waiting, responseStatus: status.map(Int.init), deliveredTo: deliveredTo, eventsPending: pending)
+    }
+
+    /// Why a task waits, without an error (one with an error is the decoder's).
+    private static func waitingReason(_ fields: Fields) -> WaitingReason? {
+        guard fields["error"].isAbsent, let kind = fields.string("kind"), let message = fields.string("message"),
+              let host = fields.optionalString("host"), let until = fields.optionalNumber("until")
+        else { return nil }
+        return WaitingReason(kind: WaitingReason.Kind(rawValue: kind), until: until.map(Date.init(timeIntervalSince1970:)), host: host, message: message)
     }
 
     /// ``TaskDescription``'s fields, its options' beside them.

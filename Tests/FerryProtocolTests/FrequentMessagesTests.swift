@@ -76,6 +76,13 @@ struct FrequentMessagesTests {
                     kind: kind, request: TaskRequest(url: URL(string: "https://example.com/a%20b/c?q=1&r=/x#frag")!, method: kind == .upload ? "PUT" : "GET", headers: tricky),
                     bodyFile: kind == .upload ? "/tmp/body \u{1F600}" : nil, destination: kind == .download ? "/tmp/dest" : nil, options: options)
                 tasks.append(TaskInfo(sessionIdentifier: session, taskIdentifier: 7, task: description, state: .waiting))
+                // A new task's answer says why it waits: ready, or until a time at a host.
+                tasks.append(TaskInfo(
+                    sessionIdentifier: session, taskIdentifier: 8, task: description, state: .waiting,
+                    waitingReason: WaitingReason(kind: .ready, message: "ready: starts as soon as a connection is free")))
+                tasks.append(TaskInfo(
+                    sessionIdentifier: session, taskIdentifier: 9, task: description, state: .waiting,
+                    waitingReason: WaitingReason(kind: .beginDate, until: Date(timeIntervalSince1970: 1_795_713_260.25), host: session, message: "waiting for \"\(session)\"")))
                 tasks.append(TaskInfo(
                     sessionIdentifier: session, taskIdentifier: Int.max, task: description, state: .completed, bytesSent: 1 << 40, bytesReceived: 5,
                     bytesExpectedToSend: 6, bytesExpectedToReceive: -1, attemptCount: 3, nextAttemptDate: Date(timeIntervalSince1970: 100),
@@ -87,7 +94,7 @@ struct FrequentMessagesTests {
         return tasks
     }()
 
-    @Test("submitted and acknowledged replies, for tasks of every kind and option: the encoder's text; a task with an error or a waiting reason goes through the encoder")
+    @Test("submitted and acknowledged replies, for tasks of every kind and option: the encoder's text; a task with an error (its own or its waiting reason's) goes through the encoder")
     func replies() throws {
         let coder = MessageCoder()
         let tasks = Self.tasks
@@ -107,7 +114,7 @@ struct FrequentMessagesTests {
         var failed = tasks[0]
         failed.lastError = FerryProtocolError(.internalError, "boom")
         var waiting = tasks[0]
-        waiting.waitingReason = WaitingReason(kind: .backingOff, until: Date(timeIntervalSince1970: 200), message: "backing off")
+        waiting.waitingReason = WaitingReason(kind: .backingOff, until: Date(timeIntervalSince1970: 200), error: FerryProtocolError(.internalError, "boom"), message: "backing off")
         var endless = tasks[0]
         endless.task.options.timeoutIntervalForResource = .infinity
         for task in [failed, waiting] {
