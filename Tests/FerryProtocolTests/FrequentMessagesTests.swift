@@ -124,4 +124,23 @@ struct FrequentMessagesTests {
         }
         #expect(MessageCoder.frequentReply(id: 1, .submitted(Submitted(task: endless, existing: false))) == nil)
     }
+
+    @Test("an app's submit request, for tasks of every kind and option, with and without its identifier and resume data: the encoder's text; with credentials, through the encoder")
+    func submitRequests() throws {
+        let coder = MessageCoder()
+        for (index, info) in Self.tasks.enumerated() {
+            var submission = TaskSubmission(sessionIdentifier: info.sessionIdentifier, task: info.task)
+            if index % 2 == 1 { submission.taskIdentifier = index + 1 }
+            if index % 3 == 2, info.task.kind == .download { submission.resumeData = Data((0..<300).map { UInt8(truncatingIfNeeded: $0 &* 13) }) }
+            let message = ClientMessage.request(id: UInt64(index), .submit(submission))
+            let written = try coder.encode(message)
+            #expect(String(buffer: written) == String(buffer: try Self.throughEncoder(message)), "task \(index)")
+            #expect(try coder.decode(ClientMessage.self, from: written) == message)
+        }
+        var withCredentials = TaskSubmission(sessionIdentifier: "s", task: Self.tasks[0].task)
+        withCredentials.credentials = [TaskCredential(realm: "r", user: "u", password: "p")]
+        #expect(MessageCoder.submissionObject(withCredentials) == nil)
+        let message = ClientMessage.request(id: 1, .submit(withCredentials))
+        #expect(try coder.decode(ClientMessage.self, from: try coder.encode(message)) == message)
+    }
 }

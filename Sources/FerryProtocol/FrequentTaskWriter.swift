@@ -2,8 +2,9 @@ import FerryCore
 import Foundation
 
 /// The two replies ferryd writes for every task an app hands over and handles, `submitted` and
-/// `acknowledged`, without `JSONEncoder`: with tasks handed over one by one, the encoder's
-/// work for them was about a twentieth of ferryd's CPU. The text is the encoder's (keys sorted
+/// `acknowledged`, and the app's `submit` request, without `JSONEncoder`: with tasks handed over
+/// one by one, the encoder's work for them was about a twentieth of ferryd's CPU and an eighth
+/// of the app's. The text is the encoder's (keys sorted
 /// byte by byte, the same escapes and numbers), so each decodes to the same value. A task
 /// holding what only the encoder writes (an error, also as a waiting reason's, a number JSON
 /// cannot hold) goes through the encoder, as every other reply does.
@@ -37,44 +38,23 @@ extension MessageCoder {
     /// A task as one object, its description's fields beside its own (``TaskInfo``'s coding).
     static func taskObject(_ info: TaskInfo) -> String? {
         guard info.lastError == nil, info.waitingReason?.error == nil else { return nil }
-        let task = info.task
-        let options = task.options
         var object = JSONObject()
+        guard add(info.task, to: &object) else { return nil }
         object.add("attemptCount", String(info.attemptCount))
-        if let path = task.bodyFile { object.add("bodyFile", quoted(path)) }
         if let bytes = info.bytesExpectedToReceive { object.add("bytesExpectedToReceive", String(bytes)) }
         if let bytes = info.bytesExpectedToSend { object.add("bytesExpectedToSend", String(bytes)) }
         object.add("bytesReceived", String(info.bytesReceived))
         object.add("bytesSent", String(info.bytesSent))
-        if let path = options.deliverTo { object.add("deliverTo", quoted(path)) }
         if let path = info.deliveredTo { object.add("deliveredTo", quoted(path)) }
-        if let path = task.destination { object.add("destination", quoted(path)) }
-        if let date = options.earliestBeginDate {
-            guard let seconds = number(date.timeIntervalSince1970) else { return nil }
-            object.add("earliestBeginDate", seconds)
-        }
         if let pending = info.eventsPending { object.add("eventsPending", pending ? "true" : "false") }
-        if let digest = options.expectedSHA256 { object.add("expectedSHA256", quoted(digest)) }
-        if let key = options.idempotencyKey { object.add("idempotencyKey", quoted(key)) }
-        object.add("kind", quoted(task.kind.rawValue))
         if let date = info.nextAttemptDate {
             guard let seconds = number(date.timeIntervalSince1970) else { return nil }
             object.add("nextAttemptDate", seconds)
         }
-        guard let priority = number(options.priority) else { return nil }
-        object.add("priority", priority)
-        var request = #"{"headers":"# + headersArray(task.request.headers)
-        request += #","method":"# + quoted(task.request.method)
-        request += #","url":"# + quoted(task.request.url.absoluteString) + "}"
-        object.add("request", request)
         if let status = info.responseStatus { object.add("responseStatus", String(status)) }
-        if let policy = options.retryPolicy {
-            guard let text = retryPolicyObject(policy) else { return nil }
-            object.add("retryPolicy", text)
-        }
         object.add("sessionIdentifier", quoted(info.sessionIdentifier))
         object.add("state", quoted(info.state.rawValue))
-        if let text = options.taskDescription { object.add("taskDescription", quoted(text)) }
+        object.add("taskIdentifier", String(info.taskIdentifier))
         if let reason = info.waitingReason {
             var waiting = JSONObject()
             if let host = reason.host { waiting.add("host", quoted(host)) }
@@ -86,16 +66,55 @@ extension MessageCoder {
             }
             object.add("waitingReason", waiting.text)
         }
-        object.add("taskIdentifier", String(info.taskIdentifier))
+        return object.text
+    }
+
+    /// A submission's members, the description's beside its own (``TaskSubmission``'s coding);
+    /// nil with credentials (the encoder's).
+    static func submissionObject(_ submission: TaskSubmission) -> JSONObject? {
+        guard submission.credentials == nil else { return nil }
+        var object = JSONObject()
+        guard add(submission.task, to: &object) else { return nil }
+        if let data = submission.resumeData { object.add("resumeData", #"""# + data.base64EncodedString() + #"""#) }
+        object.add("sessionIdentifier", quoted(submission.sessionIdentifier))
+        if let identifier = submission.taskIdentifier { object.add("taskIdentifier", String(identifier)) }
+        return object
+    }
+
+    /// ``TaskDescription``'s fields (and its options') into `object`; false for a number JSON
+    /// cannot hold.
+    static func add(_ task: TaskDescription, to object: inout JSONObject) -> Bool {
+        let options = task.options
+        if let path = task.bodyFile { object.add("bodyFile", quoted(path)) }
+        if let path = options.deliverTo { object.add("deliverTo", quoted(path)) }
+        if let path = task.destination { object.add("destination", quoted(path)) }
+        if let date = options.earliestBeginDate {
+            guard let seconds = number(date.timeIntervalSince1970) else { return false }
+            object.add("earliestBeginDate", seconds)
+        }
+        if let digest = options.expectedSHA256 { object.add("expectedSHA256", quoted(digest)) }
+        if let key = options.idempotencyKey { object.add("idempotencyKey", quoted(key)) }
+        object.add("kind", quoted(task.kind.rawValue))
+        guard let priority = number(options.priority) else { return false }
+        object.add("priority", priority)
+        var request = #"{"headers":"# + headersArray(task.request.headers)
+        request += #","method":"# + quoted(task.request.method)
+        request += #","url":"# + quoted(task.request.url.absoluteString) + "}"
+        object.add("request", request)
+        if let policy = options.retryPolicy {
+            guard let text = retryPolicyObject(policy) else { return false }
+            object.add("retryPolicy", text)
+        }
+        if let text = options.taskDescription { object.add("taskDescription", quoted(text)) }
         if let seconds = options.timeoutIntervalForRequest {
-            guard let text = number(seconds) else { return nil }
+            guard let text = number(seconds) else { return false }
             object.add("timeoutIntervalForRequest", text)
         }
         if let seconds = options.timeoutIntervalForResource {
-            guard let text = number(seconds) else { return nil }
+            guard let text = number(seconds) else { return false }
             object.add("timeoutIntervalForResource", text)
         }
-        return object.text
+        return true
     }
 
     /// ``RetryPolicy``'s coding: durations as seconds, statuses sorted.
