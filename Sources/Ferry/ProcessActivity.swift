@@ -1,3 +1,4 @@
+import FerryCore
 import FerrySystem
 import Foundation
 import NIOConcurrencyHelpers
@@ -54,8 +55,7 @@ private final class SignalWatch: Sendable {
         self.activity = activity
         handling = Signals.handle([SIGTERM, SIGINT]) { [activity] signalNumber in
             activity.expire(with: signalNumber)
-            let (seconds, attoseconds) = grace.components
-            Self.queue.asyncAfter(deadline: .now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))) {
+            Self.queue.asyncAfter(deadline: .now() + grace.timeInterval) {
                 Self.endProcess(signalNumber)  // out of grace
             }
         }

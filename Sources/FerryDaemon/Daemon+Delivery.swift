@@ -64,10 +64,10 @@ extension Daemon {
     /// session's container (a path the app or the user named is theirs).
     private func downloadedFiles(_ events: [EventRecord], of session: String) async throws -> [URL] {
         guard !events.isEmpty, let record = try await store.session(session) else { return [] }
-        let folder = downloadsFolder(of: record) + "/"
+        let folder = downloadsFolder(of: record)
         return events.compactMap { event in
             guard case .downloadFinished(let finished)? = try? event.event().kind,
-                URL(fileURLWithPath: finished.location).standardizedFileURL.path.hasPrefix(folder)
+                Self.isInside(finished.location, standardizedFolder: folder)
             else { return nil }
             return URL(fileURLWithPath: finished.location)
         }

@@ -233,9 +233,12 @@ extension Daemon {
 
     /// Whether `path`, made absolute and without `..`, is inside `folder`.
     static func isInside(_ path: String, _ folder: URL) -> Bool {
-        let standard = URL(fileURLWithPath: path).standardizedFileURL.path
-        let base = folder.standardizedFileURL.path
-        return standard.hasPrefix(base.hasSuffix("/") ? base : base + "/")
+        isInside(path, standardizedFolder: folder.standardizedFileURL.path)
+    }
+
+    /// ``isInside(_:_:)`` for a folder already standardized (worked out once for many paths).
+    static func isInside(_ path: String, standardizedFolder base: String) -> Bool {
+        URL(fileURLWithPath: path).standardizedFileURL.path.hasPrefix(base.hasSuffix("/") ? base : base + "/")
     }
 
     // MARK: Task changes

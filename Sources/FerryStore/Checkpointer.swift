@@ -1,3 +1,4 @@
+import FerryCore
 import Foundation
 import GRDB
 import Synchronization
@@ -32,6 +33,13 @@ final class Checkpointer: Sendable {
         /// A commit came while one ran or was scheduled: the next covers it.
         var due = false
         var closed = false
+
+        /// A checkpoint starts now: it covers every commit so far.
+        mutating func start(at now: ContinuousClock.Instant) {
+            running = true
+            lastStart = now
+            due = false
+        }
     }
     private let state = Mutex(State())
 
@@ -54,17 +62,13 @@ final class Checkpointer: Sendable {
             if wait > .zero {
                 state.scheduled = true
             } else {
-                state.running = true
-                state.lastStart = now
-                state.due = false
+                state.start(at: now)
             }
             return wait
         }
         guard let wait else { return }
         if wait > .zero {
-            let (seconds, attoseconds) = wait.components
-            let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
-            queue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { self.startScheduled() }
+            queue.asyncAfter(deadline: .now() + wait.timeInterval) { self.startScheduled() }
         } else {
             queue.async { self.checkpoint() }
         }
@@ -75,9 +79,7 @@ final class Checkpointer: Sendable {
         let start = state.withLock { state in
             state.scheduled = false
             guard !state.closed, !state.running else { return false }
-            state.running = true
-            state.lastStart = .now
-            state.due = false
+            state.start(at: .now)
             return true
         }
         if start { checkpoint() }
