@@ -1,3 +1,4 @@
+import FerryCore
 import Foundation
 import GRDB
 import Synchronization
@@ -23,7 +24,7 @@ final class GroupCommit: Sendable {
     private let checkpointer: Checkpointer
     /// The events inserted by the transaction being written (by writes not rolled back).
     private let journaled = Mutex<[EventRecord]>([])
-    private let observer = Mutex<(@Sendable (CommittedEvents) -> Void)?>(nil)
+    private let observer = SharedCallback<CommittedEvents>()
     private struct State {
         var waiting: [any QueuedWrite] = []
         /// A transaction is being written (and will look for more when it ends).
@@ -42,7 +43,7 @@ final class GroupCommit: Sendable {
     /// Sets who hears of each committed transaction's events (one observer; nil stops it).
     /// Called on the writer's queue, before the writes' callers are answered: keep it short.
     func observeCommittedEvents(_ body: (@Sendable (CommittedEvents) -> Void)?) {
-        observer.withLock { $0 = body }
+        observer.set(body)
     }
 
     /// An event the running write inserted: reported with its transaction's commit, or dropped
@@ -123,8 +124,8 @@ final class GroupCommit: Sendable {
         // database busy past its time-out or closed, fails its group, not the writes after).
         let commitError: (any Error)? = if case .failure(let error) = result { error } else { nil }
         if commitError == nil { checkpointer.committed() }
-        if commitError == nil, !events.isEmpty, let observe = observer.withLock({ $0 }) {
-            observe(CommittedEvents(events: events, committedAt: Date()))
+        if commitError == nil, !events.isEmpty {
+            observer.call(CommittedEvents(events: events, committedAt: Date()))
         }
         for write in group { write.finish(commitError: commitError) }
         let more = state.withLock { state in

@@ -139,6 +139,24 @@ struct CommittedEventTests {
         }
     }
 
+    @Test("the observer is called through as many frames at the 300th commit as at the first (ferryd's grew two per commit)")
+    func observerCallDepthStaysPut() async throws {
+        try await withStore { (store, _) async throws in
+            _ = try await store.submit(download("a"))
+            let depths = Mutex<[Int]>([])
+            store.observeCommittedEvents { _ in
+                let depth = Thread.callStackReturnAddresses.count
+                depths.withLock { $0.append(depth) }
+            }
+            for _ in 0..<300 { _ = try await store.appendEvent(event(1, "progress")) }
+            store.observeCommittedEvents(nil)
+            let seen = depths.withLock { $0 }
+            #expect(seen.count == 300)
+            // The writer's queue may run on another dispatch thread with a few frames more.
+            #expect((seen.last ?? 0) <= (seen.first ?? 0) + 8, "call depth went from \(seen.first ?? 0) to \(seen.last ?? 0) frames")
+        }
+    }
+
     @Test("an acknowledgement hands back the removed events of the kind asked for (that session's, up to N and the single ones after it) and says whether any are left")
     func acknowledgingReturnsOneKind() async throws {
         try await withStore { (store, _) async throws in

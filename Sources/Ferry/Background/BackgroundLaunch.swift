@@ -1,3 +1,4 @@
+import FerryCore
 import Foundation
 import NIOConcurrencyHelpers
 
@@ -87,7 +88,7 @@ public final class BackgroundLaunch: Sendable {
 
     // MARK: A running app
 
-    private static let runningAppHandler = NIOLockedValueBox<(@Sendable (BackgroundLaunch) -> Void)?>(nil)
+    private static let runningAppHandler = SharedCallback<BackgroundLaunch>()
 
     /// For an app that is running when events arrive for another of its background sessions
     /// (one no process owns): instead of starting a second copy, ferryd tells this process,
@@ -101,14 +102,14 @@ public final class BackgroundLaunch: Sendable {
     /// }
     /// ```
     public static func handleEventsWhileRunning(_ handler: @escaping @Sendable (BackgroundLaunch) -> Void) {
-        runningAppHandler.withLockedValue { $0 = handler }
+        runningAppHandler.set(handler)
     }
 
     /// Whether this process asked to be told (its connections say so in their hello).
-    static var handlesEventsWhileRunning: Bool { runningAppHandler.withLockedValue { $0 != nil } }
+    static var handlesEventsWhileRunning: Bool { runningAppHandler.isSet }
 
     /// ferryd said events wait for `sessionIdentifier`.
     static func eventsWaiting(for sessionIdentifier: String) {
-        runningAppHandler.withLockedValue { $0 }?(BackgroundLaunch(sessionIdentifier: sessionIdentifier))
+        runningAppHandler.call(BackgroundLaunch(sessionIdentifier: sessionIdentifier))
     }
 }
