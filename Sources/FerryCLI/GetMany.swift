@@ -54,7 +54,8 @@ struct GetMany {
         IncomingFolder.removeStale(in: folder)
         var lineOf: [URL: Int] = [:]
         for entry in entries { lineOf[entry.url] = entry.line }
-        let listed = entries.map { BatchDownload.Item(url: $0.url, destination: folder.path + "/" + $0.name) }
+        let folderPath = folder.path  // once: a URL's path is decoded again at each call
+        let listed = entries.map { BatchDownload.Item(url: $0.url, destination: folderPath + "/" + $0.name) }
         let items = skipExisting ? listed.filter { access($0.destination, F_OK) != 0 } : listed
         let skipped = listed.count - items.count
         let headers = try Check.headers(options.headers)
