@@ -47,7 +47,17 @@ final class TLSState: Sendable {
     let trust = NIOLockedValueBox<[HostKey: Task<TrustDecision, any Error>]>([:])
     let settledTrust = NIOLockedValueBox<[HostKey: TrustDecision]>([:])
     let certificateAnswers = NIOLockedValueBox<[HostKey: Task<ConnectionChallengeAnswer, Never>]>([:])
-    let certificateCallbacks = NIOLockedValueBox<[HostKey: NIOSSLContextCallback]>([:])
+    let certificateCallbacks = NIOLockedValueBox<[HostKey: CertificateCallback]>([:])
+
+    /// A host's client-certificate callback, always handed out as the same closure value.
+    /// NIOSSL tells TLS configurations apart by their callback's bits, and AsyncHTTPClient
+    /// keeps a connection pool per configuration. A closure kept as a dictionary's value, or
+    /// returned through a lock's generic result, comes back in a new wrapper each time: every
+    /// request had a pool and a connection of its own, kept until the session ended.
+    final class CertificateCallback: Sendable {
+        let body: NIOSSLContextCallback
+        init(_ body: @escaping NIOSSLContextCallback) { self.body = body }
+    }
 
     /// Sets `configuration`'s certificate chain and key to `identity`'s.
     func present(_ identity: ClientIdentity, in configuration: inout TLSConfiguration, url: URL) throws {
@@ -170,7 +180,9 @@ extension TransferEngine {
     /// The callback that answers a server's request for a client certificate on a connection
     /// to the host of `key`: the handler is asked once per host, its answer kept.
     private func certificateCallback(key: TLSState.HostKey, handler: any ConnectionChallengeHandler, url: URL) -> NIOSSLContextCallback {
-        tls.certificateCallbacks.withLockedValue { callbacks in
+        // The box comes out of the lock, its closure after: a closure returned through the
+        // lock's generic result would be wrapped anew.
+        let callback = tls.certificateCallbacks.withLockedValue { callbacks in
             if let made = callbacks[key] { return made }
             let state = tls
             let made: NIOSSLContextCallback = { _, promise in
@@ -200,9 +212,11 @@ extension TransferEngine {
                     promise.succeed(change)
                 }
             }
-            callbacks[key] = made
-            return made
+            let kept = TLSState.CertificateCallback(made)
+            callbacks[key] = kept
+            return kept
         }
+        return callback.body
     }
 
     /// `job`'s value, or `CancellationError` as soon as the calling task is cancelled (the job

@@ -168,6 +168,17 @@ public final class NginxServer: Sendable {
         return text.split(separator: "\n").map(String.init)
     }
 
+    /// The connection (nginx's serial number) each request so far came on, with the request:
+    /// `(connection, "GET /a.bin HTTP/1.1")`, in the order they were answered.
+    public func connectionLog() -> [(connection: Int, request: String)] {
+        let url = prefix.appendingPathComponent("logs/connections.log")
+        guard let text = try? String(contentsOf: url, encoding: .utf8) else { return [] }
+        return text.split(separator: "\n").compactMap { line in
+            guard let space = line.firstIndex(of: " "), let connection = Int(line[..<space]) else { return nil }
+            return (connection, String(line[line.index(after: space)...]))
+        }
+    }
+
     /// The error log so far, for diagnosing a failing test.
     public func errorLog() -> String {
         (try? String(contentsOf: prefix.appendingPathComponent("logs/error.log"), encoding: .utf8)) ?? ""
@@ -214,6 +225,8 @@ public final class NginxServer: Sendable {
                 keepalive_timeout 65;
                 log_format ferry '$request $status "$http_range" "$http_if_range" $bytes_sent';
                 access_log \(prefix)/logs/access.log ferry;
+                log_format connections '$connection $request';
+                access_log \(prefix)/logs/connections.log connections;
                 client_body_temp_path \(prefix)/temp/body;
                 proxy_temp_path \(prefix)/temp/proxy;
                 fastcgi_temp_path \(prefix)/temp/fastcgi;

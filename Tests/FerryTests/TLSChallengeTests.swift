@@ -238,6 +238,31 @@ struct TLSChallengeTests {
         #expect(process.terminationStatus == 0, "openssl made the public key: \(shell)")
         return TestFiles.sha256Base64(of: try Data(contentsOf: spki))
     }
+
+    @Test("a session with a delegate keeps one connection to an HTTPS host for its requests (each used to get a TLS configuration of its own, so a connection pool of its own)")
+    func oneConnectionPerHost() async throws {
+        try await NginxServer.running(tls: true) { nginx in
+            try Data("again".utf8).write(to: nginx.root.appendingPathComponent("again.txt"))
+            let configuration = URLSessionConfiguration.ephemeral
+            configuration.additionalTrustedCertificateFiles = [try #require(nginx.caCertificatePEMPath)]
+            configuration.urlCache = nil  // every request goes to nginx
+            // Any delegate: its challenge methods are asked through the client-certificate callback.
+            let session = URLSession(configuration: configuration, delegate: TaskQuestions { _ in (.performDefaultHandling, nil) }, delegateQueue: nil)
+            let url = URL(string: try #require(nginx.httpsBaseURL) + "/again.txt")!
+            for _ in 0..<4 {
+                let (data, response) = try await session.data(from: url)
+                #expect((response as? HTTPURLResponse)?.statusCode == 200 && data == Data("again".utf8))
+            }
+            session.finishTasksAndInvalidate()
+            // nginx logs a request after answering it: the last line may come a moment later.
+            let connections = try await eventually("nginx logged the four requests", timeout: .seconds(5), observed: "\(nginx.connectionLog())") {
+                let logged = nginx.connectionLog().filter { $0.request.hasPrefix("GET /again.txt") }.map(\.connection)
+                return logged.count >= 4 ? logged : nil
+            }
+            #expect(connections.count == 4)
+            #expect(Set(connections).count == 1, "the four requests came on connections \(connections)")
+        }
+    }
 }
 
 /// Answers the challenges its subclass's delegate method receives with `answer`, recording
