@@ -33,6 +33,26 @@ final class PlainHTTPConnections: Sendable {
         /// Every open connection, idle or in use, to close them all at shutdown.
         var open: [ObjectIdentifier: PlainConnection] = [:]
         var closed = false
+
+        /// The idle connection to `origin` released last, if any.
+        mutating func takeIdle(to origin: Origin) -> PlainConnection? {
+            defer { dropIfEmpty(origin) }
+            return idle[origin]?.popLast()
+        }
+
+        /// Takes the first idle connection to `origin` that `matches` out of the list.
+        mutating func withdrawIdle(from origin: Origin, where matches: (PlainConnection) -> Bool) -> Bool {
+            guard let index = idle[origin]?.firstIndex(where: matches) else { return false }
+            idle[origin]?.remove(at: index)
+            dropIfEmpty(origin)
+            return true
+        }
+
+        /// An origin without idle connections has no entry: hosts come and go over the
+        /// engine's life (ferryd's runs for weeks).
+        private mutating func dropIfEmpty(_ origin: Origin) {
+            if idle[origin]?.isEmpty == true { idle[origin] = nil }
+        }
     }
 
     private let state = NIOLockedValueBox(State())
@@ -63,7 +83,7 @@ final class PlainHTTPConnections: Sendable {
 
     /// An idle connection to `origin` (the one released last), or a new one; whether it was idle.
     private func connection(to origin: Origin) async throws -> (PlainConnection, reused: Bool) {
-        while let idle = state.withLockedValue({ $0.idle[origin]?.popLast() }) {
+        while let idle = state.withLockedValue({ $0.takeIdle(to: origin) }) {
             if idle.channel.isActive { return (idle, true) }
         }
         if state.withLockedValue({ $0.closed }) { throw HTTPClientError.alreadyShutdown }
@@ -130,18 +150,19 @@ final class PlainHTTPConnections: Sendable {
     /// not there (a request has it).
     private func withdrawIdle(_ channel: ObjectIdentifier, from origin: Origin) -> Bool {
         state.withLockedValue { state in
-            guard let index = state.idle[origin]?.firstIndex(where: { ObjectIdentifier($0.channel) == channel }) else { return false }
-            state.idle[origin]?.remove(at: index)
-            return true
+            state.withdrawIdle(from: origin) { ObjectIdentifier($0.channel) == channel }
         }
     }
 
     private func forget(_ connection: PlainConnection) {
         state.withLockedValue { state in
-            state.idle[connection.origin]?.removeAll { $0 === connection }
+            _ = state.withdrawIdle(from: connection.origin) { $0 === connection }
             state.open[ObjectIdentifier(connection)] = nil
         }
     }
+
+    /// How many hosts have idle connections now.
+    var idleOrigins: Int { state.withLockedValue { $0.idle.count } }
 
     /// Closes every connection: the transfers still running on one fail, as AsyncHTTPClient's do.
     func shutdown() async {

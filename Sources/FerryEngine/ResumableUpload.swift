@@ -74,14 +74,24 @@ struct ResumableUploadResource: Sendable {
 }
 
 /// Which URLs speak which version (and the limits their `OPTIONS` named): one probe per URL.
+/// Bounded: ferryd's engine lives for weeks, and upload URLs are often one of a kind
+/// (presigned, one per object); past ``capacity`` it starts again empty and fills as used.
 final class ResumableSupportCache: Sendable {
     struct Support: Sendable, Hashable {
         var version: ResumableUploadVersion
         var limits: UploadLimits
     }
+    static let capacity = 1024
     private let known = NIOLockedValueBox([String: Support?]())
     func lookup(_ url: URL) -> Support?? { known.withLockedValue { $0[url.absoluteString] } }
-    func store(_ support: Support?, for url: URL) { known.withLockedValue { $0[url.absoluteString] = support } }
+    func store(_ support: Support?, for url: URL) {
+        known.withLockedValue { known in
+            if known.count >= Self.capacity, known[url.absoluteString] == nil { known.removeAll(keepingCapacity: true) }
+            known[url.absoluteString] = support
+        }
+    }
+    /// How many URLs it knows now.
+    var count: Int { known.withLockedValue { $0.count } }
 }
 
 extension TransferEngine {

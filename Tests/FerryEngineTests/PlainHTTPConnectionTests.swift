@@ -37,12 +37,16 @@ struct PlainHTTPConnectionTests {
         }
     }
 
-    @Test("a connection idle for connectionIdleTimeout is closed, and the next request opens another")
+    @Test("a connection idle for connectionIdleTimeout is closed (its host forgotten), and the next request opens another")
     func idleTimeout() async throws {
         try await withServerAndEngine(configure: { $0.connectionIdleTimeout = 0.3 }) { server, engine in
             _ = try await engine.run(Transfer(request: Request(url: url(server, "/bytes/100"))))
+            #expect(engine.plainConnections.idleOrigins == 1)
             try await poll(until: "the idle connection closed", observed: "\(server.currentConnections) open") {
                 server.currentConnections == 0
+            }
+            try await poll(until: "no host is left with an empty idle list", observed: "\(engine.plainConnections.idleOrigins) hosts") {
+                engine.plainConnections.idleOrigins == 0
             }
             _ = try await engine.run(Transfer(request: Request(url: url(server, "/bytes/100"))))
             #expect(server.totalConnections == 2)
