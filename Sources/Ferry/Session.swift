@@ -255,6 +255,14 @@ public final class Session: Sendable {
         let nowIdle = state.withLockedValue { s -> Bool in
             s.tasks[task.taskIdentifier] = nil
             if configuration.isBackground { s.ended.insert(task.taskIdentifier) }
+            // A task that stood for another (the same idempotency key) is done standing for it:
+            // the list held it, its body and its session for the session's life.
+            if !s.aliases.isEmpty {
+                for (existing, tasks) in s.aliases where tasks.contains(where: { $0 === task }) {
+                    let left = tasks.filter { $0 !== task }
+                    s.aliases[existing] = left.isEmpty ? nil : left
+                }
+            }
             return s.invalidating && s.tasks.isEmpty
         }
         if nowIdle { becomeInvalid() }

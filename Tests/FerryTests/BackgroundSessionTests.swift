@@ -268,14 +268,20 @@ struct BackgroundSessionTests {
             let request = Request(url: server.url("/upload/once"), method: "POST")
             let first = session.uploadTask(with: request, fromFile: file)
             first.idempotencyKey = "share-001"
-            let second = session.uploadTask(with: request, fromFile: file)
-            second.idempotencyKey = "share-001"
-            first.resume()
-            second.resume()
-            await first.waitUntilCompleted()
-            await second.waitUntilCompleted()
-            #expect(first.error == nil && second.error == nil)
+            weak var released: UploadTask?
+            do {
+                let second = session.uploadTask(with: request, fromFile: file)
+                second.idempotencyKey = "share-001"
+                released = second
+                first.resume()
+                second.resume()
+                await first.waitUntilCompleted()
+                await second.waitUntilCompleted()
+                #expect(first.error == nil && second.error == nil)
+            }
             #expect(server.requests.filter { $0.path.hasPrefix("/upload/once") }.count == 1)
+            // The session lets go of the second object once it completed (it kept it for its life).
+            try await poll(until: "the completed second task object is released", timeout: .seconds(5)) { released == nil }
             // Submitted again after it ended: the new object completes at once, as the first did.
             let third = session.uploadTask(with: request, fromFile: file)
             third.idempotencyKey = "share-001"
