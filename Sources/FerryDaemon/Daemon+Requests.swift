@@ -360,14 +360,14 @@ extension Daemon {
 
     private func status() async throws -> DaemonStatus {
         let counts = try await store.taskCounts()
-        let sessions = try await store.sessionSummaries()
+        let sessions = try await store.sessionCounts()
         return DaemonStatus(
             daemonVersion: configuration.daemonVersion, pid: getpid(), startedAt: startedAt,
             socketPath: configuration.socketURL.path, storePath: configuration.storeURL.path,
-            sessionCount: sessions.count, connectionCount: connections.count, ownedSessionCount: self.sessions.values.filter { $0.owner != nil }.count,
+            sessionCount: sessions.sessions, connectionCount: connections.count, ownedSessionCount: self.sessions.values.filter { $0.owner != nil }.count,
             waitingTaskCount: counts[.waiting] ?? 0, runningTaskCount: counts[.running] ?? 0,
             suspendedTaskCount: counts[.suspended] ?? 0,
-            undeliveredEventCount: sessions.reduce(0) { $0 + $1.undeliveredEventCount },
+            undeliveredEventCount: sessions.undeliveredEvents,
             completedTaskCount: counts[.completed] ?? 0, failedTaskCount: counts[.failed] ?? 0,
             cancelledTaskCount: counts[.cancelled] ?? 0, residentMemoryBytes: DaemonMetrics.residentMemoryBytes(),
             activity: activity, network: network.status)

@@ -98,6 +98,16 @@ extension FerryStore {
         }
     }
 
+    /// How many sessions there are and how many events wait, all sessions together, without
+    /// reading each session (`ferry daemon status` and every metrics scrape: sessions are
+    /// never deleted, so ferryd has as many as were ever made).
+    public func sessionCounts() async throws -> (sessions: Int, undeliveredEvents: Int) {
+        try await read("count sessions") { db in
+            let row = try Row.fetchOne(db, sql: "SELECT (SELECT COUNT(*) FROM session) AS sessions, (SELECT COUNT(*) FROM event) AS events")
+            return (row?["sessions"] ?? 0, row?["events"] ?? 0)
+        }
+    }
+
     /// Reserves the session's next task identifier (1, 2, 3…); identifiers are never reused,
     /// even after their task is deleted. Pass it in ``NewTask/taskIdentifier`` to submit later.
     ///

@@ -89,7 +89,7 @@ struct SchedulingStateTests {
         }
     }
 
-    @Test("counts by state and per session")
+    @Test("counts by state and per session, and all sessions together")
     func counts() async throws {
         try await withStore { (store, _) async throws in
             _ = try await store.openSession("t", appBundleIdentifier: "com.example.other")
@@ -104,6 +104,8 @@ struct SchedulingStateTests {
             #expect(summaries.map(\.session.identifier) == ["s", "t"])
             #expect(summaries.map(\.taskCount) == [3, 1])
             #expect(summaries.map(\.undeliveredEventCount) == [2, 0])
+            let counts = try await store.sessionCounts()
+            #expect(counts.sessions == 2 && counts.undeliveredEvents == 2, "the summaries' figures, counted without them")
         }
     }
 }
