@@ -32,7 +32,7 @@ enum FrequentMessageReader {
                 else { return nil }
                 return .reply(id: id, .acknowledged(Acknowledge(sessionIdentifier: session, upToSequence: upTo, sequences: sequences)))
             case "submitted":
-                guard case .bool(let existing)? = reply["existing"], let task = reply.object("task").flatMap(taskInfo) else { return nil }
+                guard let existing = reply.bool("existing"), let task = reply.object("task").flatMap(taskInfo) else { return nil }
                 return .reply(id: id, .submitted(Submitted(task: task, existing: existing)))
             default:
                 return nil
@@ -123,6 +123,11 @@ struct Fields {
     }
 
     func integer(_ name: String) -> Int64? { self[name].flatMap(Self.integer) }
+
+    func bool(_ name: String) -> Bool? {
+        if case .bool(let value)? = self[name] { return value }
+        return nil
+    }
 
     /// Header fields as the protocol writes them: `[name, value]` pairs, in order.
     func headers(_ name: String) -> HeaderFields? {

@@ -78,10 +78,3 @@ extension Optional where Wrapped == JSONValue {
         }
     }
 }
-
-extension Fields {
-    func bool(_ name: String) -> Bool? {
-        if case .bool(let value)? = self[name] { return value }
-        return nil
-    }
-}

@@ -163,20 +163,23 @@ public final class NginxServer: Sendable {
     /// The lines of the access log so far: `$request $status "$http_range" "$http_if_range" $bytes_sent`,
     /// e.g. `GET /a.bin HTTP/1.1 206 "bytes=100-" "\"etag\"" 1234`.
     public func accessLog() -> [String] {
-        let url = prefix.appendingPathComponent("logs/access.log")
-        guard let text = try? String(contentsOf: url, encoding: .utf8) else { return [] }
-        return text.split(separator: "\n").map(String.init)
+        logLines("access.log").map(String.init)
     }
 
     /// The connection (nginx's serial number) each request so far came on, with the request:
     /// `(connection, "GET /a.bin HTTP/1.1")`, in the order they were answered.
     public func connectionLog() -> [(connection: Int, request: String)] {
-        let url = prefix.appendingPathComponent("logs/connections.log")
-        guard let text = try? String(contentsOf: url, encoding: .utf8) else { return [] }
-        return text.split(separator: "\n").compactMap { line in
+        logLines("connections.log").compactMap { line in
             guard let space = line.firstIndex(of: " "), let connection = Int(line[..<space]) else { return nil }
             return (connection, String(line[line.index(after: space)...]))
         }
+    }
+
+    /// The lines of the log file `name` so far (none before nginx wrote it).
+    private func logLines(_ name: String) -> [Substring] {
+        let url = prefix.appendingPathComponent("logs/" + name)
+        guard let text = try? String(contentsOf: url, encoding: .utf8) else { return [] }
+        return text.split(separator: "\n")
     }
 
     /// The error log so far, for diagnosing a failing test.
