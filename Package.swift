@@ -206,6 +206,7 @@ let package = Package(
                 "FerryDaemon",
                 "FerryStore",
                 "FerryApps",
+                "FerrySystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),

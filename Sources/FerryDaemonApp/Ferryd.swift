@@ -4,6 +4,7 @@ import ArgumentParser
 import FerryApps
 import FerryDaemon
 import FerryStore
+import FerrySystem
 import Foundation
 import Logging
 import ServiceLifecycle
@@ -44,6 +45,10 @@ struct Ferryd: AsyncParsableCommand {
     func run() async throws {
         // Writing past RLIMIT_FSIZE must fail the write (EFBIG), not kill ferryd.
         signal(SIGXFSZ, SIG_IGN)
+        // SIGTERM and SIGINT are caught from here on, before the socket answers anyone: one
+        // that comes while the store opens is kept and stops ferryd as soon as it can run.
+        let stopSignals = StopOnSignals()
+        defer { stopSignals.handling.stop() }
         let environment = ProcessInfo.processInfo.environment
         let level = Logger.Level(rawValue: logLevel ?? environment["FERRYD_LOG_LEVEL"] ?? "info") ?? .info
         LoggingSystem.bootstrap { label in
@@ -81,7 +86,7 @@ struct Ferryd: AsyncParsableCommand {
         // The daemon's services and the listener; whichever ends first (a `stop` request, the
         // socket gone) shuts the others down, and ferryd exits 0: a supervisor's
         // Restart=on-failure must not take an asked-for stop for a crash.
-        var services = daemon.services() + [ListenerService(daemon: daemon, server: server)]
+        var services = daemon.services() + [ListenerService(daemon: daemon, server: server), stopSignals]
         if let address = metricsAddress ?? environment["FERRYD_METRICS_ADDRESS"], !address.isEmpty {
             let (host, port) = try Self.hostAndPort(address)
             let metrics = try await MetricsListener.bind(daemon: daemon, host: host, port: port)
@@ -92,10 +97,32 @@ struct Ferryd: AsyncParsableCommand {
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
                 services: services.map { .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup) },
-                gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+                logger: logger))
         try await group.run()
         try? store.close()
         logger.notice("ferryd stopped")
+    }
+
+    /// Ends when SIGTERM or SIGINT arrives (or the group shuts down for another reason), which
+    /// shuts the group down gracefully. Not the group's own `gracefulShutdownSignals`: those
+    /// are caught only once `run()` has begun, and ferryd answers on its socket before that,
+    /// so a supervisor's SIGTERM in between killed it with status 143.
+    struct StopOnSignals: Service {
+        let handling: Signals.Handling
+        private let arrived: AsyncStream<Int32>
+
+        init() {
+            let (arrived, continuation) = AsyncStream.makeStream(of: Int32.self, bufferingPolicy: .bufferingNewest(1))
+            self.arrived = arrived
+            handling = Signals.handle([SIGTERM, SIGINT]) { number in continuation.yield(number) }
+        }
+
+        func run() async {
+            for await number in arrived.cancelOnGracefulShutdown() {
+                Logger(label: "ferryd").notice("stopping", metadata: ["signal": "\(number == SIGTERM ? "SIGTERM" : "SIGINT")"])
+                return
+            }
+        }
     }
 
     static func networkMonitoring(_ text: String?) throws -> NetworkMonitoring {

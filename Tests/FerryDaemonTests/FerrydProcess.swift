@@ -60,16 +60,23 @@ final class FerrydProcess: @unchecked Sendable {  // used by one test at a time
 
     /// Starts ferryd and waits (≤ 15 s) until its socket answers a hello.
     func start() async throws {
-        // The test target depends on FerryDaemonApp, so `swift test` builds `ferryd` with the tests.
-        let binary = try BuiltProducts.path(of: "ferryd")
-        let command = wrapper + [binary] + extraArguments
-        let process = try SpawnedProcess.start(command[0], Array(command.dropFirst()), environment: environment, log: logURL, appending: true)
-        self.process = process
+        let process = try launch()
         try await poll(until: "ferryd to answer a hello on \(socketPath)", timeout: .seconds(15), every: .milliseconds(50), observed: "its log:\n\(self.log.suffix(3000))") {
             if (try? await RawClient.connected(to: socketPath, name: "probe")) != nil { return true }
             guard process.isRunning else { throw TestFailure("ferryd exited at start:\n\(self.log)") }
             return false
         }
+    }
+
+    /// Starts ferryd and returns at once, before it serves.
+    @discardableResult
+    func launch() throws -> SpawnedProcess {
+        // The test target depends on FerryDaemonApp, so `swift test` builds `ferryd` with the tests.
+        let binary = try BuiltProducts.path(of: "ferryd")
+        let command = wrapper + [binary] + extraArguments
+        let process = try SpawnedProcess.start(command[0], Array(command.dropFirst()), environment: environment, log: logURL, appending: true)
+        self.process = process
+        return process
     }
 
     /// SIGKILL, and waits until it is gone.

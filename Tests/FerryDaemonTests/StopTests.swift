@@ -24,4 +24,20 @@ struct StopTests {
         let status = try await ferryd.terminate()
         #expect(status == 0, "ferryd's log:\n\(ferryd.log.suffix(1500))")
     }
+
+    /// The socket is bound before the services run; a supervisor may send SIGTERM as soon as
+    /// it appears (it was once a kill with status 143 in that moment).
+    @Test("SIGTERM the moment the socket appears: ferryd exits with status 0", arguments: 1...6)
+    func sigtermWhileStarting(round: Int) async throws {
+        let ferryd = try FerrydProcess()
+        defer { ferryd.cleanUp() }
+        let process = try ferryd.launch()
+        try await poll(until: "ferryd's socket \(ferryd.socketPath) to appear", timeout: .seconds(15), every: .milliseconds(1), observed: "its log:\n\(ferryd.log.suffix(3000))") {
+            if FileManager.default.fileExists(atPath: ferryd.socketPath) { return true }
+            guard process.isRunning else { throw TestFailure("ferryd exited at start:\n\(ferryd.log)") }
+            return false
+        }
+        let status = try await ferryd.terminate()
+        #expect(status == 0, "round \(round); ferryd's log:\n\(ferryd.log.suffix(1500))")
+    }
 }
