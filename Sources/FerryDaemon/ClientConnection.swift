@@ -35,6 +35,8 @@ final class ClientConnection: Sendable {
         }
     }
     private let outbound = NIOLockedValueBox(Outbound())
+    /// Paced sessions' counts (``EventPacing``); in its own lock, as the outbox reserves under its own.
+    let pacing = NIOLockedValueBox(Pacing())
     private let inbound: NIOLockedValueBox<InboundFlow>
 
     init(
@@ -181,6 +183,7 @@ final class ClientConnection: Sendable {
             return (first, state.drained())
         }
         for waiter in waiting { waiter.resume() }
+        endPacing()
         guard first else { return }
         logger.notice("closing connection", metadata: ["reason": "\(reason)"])
         if let last, channel.isWritable, let payload = try? coder.encode(last) {
@@ -312,6 +315,7 @@ final class ConnectionHandler: ChannelDuplexHandler, Sendable {
         stallTimer.withLockedValue { $0?.cancel() }
         handshakeTimer.withLockedValue { $0?.cancel() }
         requests.finish()
+        connection.endPacing()
         context.fireChannelInactive()
     }
 

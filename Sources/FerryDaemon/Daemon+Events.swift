@@ -110,16 +110,21 @@ extension Daemon {
     /// Sends `batch` in slices of about `eventSliceBytes`, each once the connection has less
     /// than `maximumOutboundBytes / 2` waiting, so a client that reads keeps up with any
     /// backlog (a relaunched app's thousands of events, bodies of megabytes) and only one that
-    /// does not is cut off. False when the connection took no more (it is closing).
+    /// does not is cut off; for a paced session, each slice also waits for room in the
+    /// owner's window (``EventPacing``). False when the connection took no more (it is closing).
     private func send(_ batch: [OutgoingEvent], of session: String, to connection: ClientConnection) async -> Bool {
         var start = 0
         while start < batch.count {
+            guard await connection.roomForMessages(of: session) else { return false }
             var end = start
             var bytes = 0
             while end < batch.count, end == start || bytes + batch[end].record.payload.utf8.count <= Self.eventSliceBytes {
                 bytes += batch[end].record.payload.utf8.count
                 end += 1
             }
+            let granted = connection.reserveMessages(end - start, of: session)
+            guard granted > 0 else { continue }  // a progress report took the room: wait again
+            end = start + granted
             await connection.drained(to: connection.maximumOutboundBytes / 2)
             let events = EventRecord.payloads(Array(batch[start..<end]), logger: logger)
             guard connection.send(encoded: events) == events.count else { return false }

@@ -36,6 +36,9 @@ extension Daemon {
             // No event may follow the reply: delivery stops before it is queued (live sends too).
             if owner(of: invalidate.sessionIdentifier) == connection.id { update(invalidate.sessionIdentifier) { $0.stopDelivery() } }
             return .invalidated(SessionReference(sessionIdentifier: invalidate.sessionIdentifier))
+        case .taken(let taken):
+            connection.took(taken.count, of: taken.sessionIdentifier)
+            return .taken(taken)
         case .acknowledge(let ack):
             let single = Set(ack.sequences ?? []).filter { $0 > ack.upToSequence }
             let removed = try await acknowledgeEvents(in: ack.sessionIdentifier, upTo: ack.upToSequence, also: single)
@@ -100,6 +103,7 @@ extension Daemon {
                     .backgroundSessionInUseByAnotherProcess,
                     "session \(session) is owned by another process\(pid.map { " (pid \($0))" } ?? "")")
             }
+            connection.pace(session, window: attach.eventWindow)
         } else {
             update(session) { $0.watch(by: connection.id) }
         }

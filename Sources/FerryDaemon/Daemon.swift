@@ -363,11 +363,13 @@ public actor Daemon {
     }
 
     /// Sends live progress to the owner and the watchers of its session (dropped for a
-    /// client whose socket is full: the next report carries the totals).
+    /// client whose socket is full, or an owner with no room in its window: the next report
+    /// carries the totals).
     func broadcast(_ progress: TaskProgress) {
         let session = progress.sessionIdentifier
         for id in sessions[session]?.progressTargets ?? [] {
-            connections[id]?.send(.progress(progress), droppable: true)
+            guard let connection = connections[id], connection.reserveMessages(1, of: session) == 1 else { continue }
+            connection.send(.progress(progress), droppable: true)
         }
     }
 }

@@ -78,7 +78,9 @@ final class EventOutbox: Sendable {
                     guard record.sequence > live.sent else { continue }
                     let index = sends.firstIndex { $0.session == session }
                     let queued = index.map { sends[$0].bytes } ?? 0
-                    if live.connection.pendingOutboundBytes + queued + size <= liveBacklogLimit {
+                    if live.connection.pendingOutboundBytes + queued + size <= liveBacklogLimit,
+                        live.connection.reserveMessages(1, of: session) == 1
+                    {
                         entry.live?.sent = record.sequence
                         state.entries[session] = entry
                         if let index {
@@ -89,8 +91,9 @@ final class EventOutbox: Sendable {
                         }
                         continue
                     }
-                    // The client reads slower than events come: its pump takes over from here
-                    // (in slices, waiting for the socket), from what was sent live.
+                    // The client reads slower than events come, or has taken too few of them
+                    // (its window is full): its pump takes over from here (in slices, waiting
+                    // for the socket and the window), from what was sent live.
                     state.sentLive[session] = live.sent
                     entry = Entry(complete: live.sent)
                 }

@@ -145,7 +145,7 @@ public final class DaemonConnection: Sendable {
                     channel.close(promise: nil)
                 }
                 let hello = ClientMessage.hello(Hello(
-                    clientName: clientName, pid: getpid(), handlesEventsForOtherSessions: endpoint.handlesEventsForOtherSessions ? true : nil))
+                    minimumProtocolVersion: ProtocolVersion.supported.lowerBound, clientName: clientName, pid: getpid(), handlesEventsForOtherSessions: endpoint.handlesEventsForOtherSessions ? true : nil))
                 return channel.eventLoop.makeCompletedFuture { try MessageCoder().encode(hello) }
                     .flatMap { channel.writeAndFlush($0) }
                     .flatMap { answer }
@@ -221,6 +221,10 @@ public final class DaemonConnection: Sendable {
 
     /// Whether the socket is still open.
     public var isConnected: Bool { channel.isActive }
+
+    /// How many events and progress reports ferryd has pushed on this connection (taken or
+    /// not): what a paced session's window bounds.
+    package var eventsAndProgressReceived: Int { state.eventsAndProgressReceived.load(ordering: .relaxed) }
 
     /// Closes the connection; ferryd treats it as the process going away.
     public func close() async {

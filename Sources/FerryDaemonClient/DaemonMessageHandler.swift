@@ -1,6 +1,7 @@
 import FerryProtocol
 import NIOConcurrencyHelpers
 import NIOCore
+import Synchronization
 
 /// What a connection waits for: the handshake answer and the reply to each request id.
 /// Shared by the channel handler (which completes) and the connection (which registers),
@@ -15,6 +16,8 @@ final class ConnectionState: Sendable {
     private let waiting = NIOLockedValueBox(Waiting())
     let pushed: AsyncStream<DaemonMessage>
     private let pushedContinuation: AsyncStream<DaemonMessage>.Continuation
+    /// Events and progress reports received (what ferryd's pacing counts).
+    let eventsAndProgressReceived = Atomic<Int>(0)
 
     init() {
         (pushed, pushedContinuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
@@ -61,7 +64,10 @@ final class ConnectionState: Sendable {
             complete(id: id, with: .success(reply))
         case .failure(let id, let error):
             complete(id: id, with: .failure(DaemonConnectionError.failure(error)))
-        case .event, .progress, .waitingForConnectivity, .eventsFinished, .eventsWaiting, .goodbye:
+        case .event, .progress:
+            eventsAndProgressReceived.add(1, ordering: .relaxed)
+            pushedContinuation.yield(message)
+        case .waitingForConnectivity, .eventsFinished, .eventsWaiting, .goodbye:
             pushedContinuation.yield(message)
         }
     }

@@ -8,13 +8,16 @@
 ///
 /// ```swift
 /// let answer = ProtocolVersion.answer(to: hello, daemonVersion: "0.1.0")
-/// // .welcome(Welcome(protocolVersion: 1, daemonVersion: "0.1.0")) or .refused(error)
+/// // .welcome(Welcome(protocolVersion: 2, daemonVersion: "0.1.0")) or .refused(error)
 /// ```
 public enum ProtocolVersion {
     /// The newest version this build speaks; what ``Hello`` carries by default.
-    public static let current = 1
+    public static let current = 2
     /// Every version this build speaks.
-    public static let supported: ClosedRange<Int> = 1...1
+    public static let supported: ClosedRange<Int> = 1...2
+    /// The first version in which an owner may ask for its events to be paced
+    /// (``AttachSession/eventWindow``, ``Request/taken(_:)``).
+    public static let eventPacing = 2
 
     /// The daemon's answer to a client's hello: a welcome with the highest version both sides
     /// speak, or a refusal that says which versions each side speaks and what to do.

@@ -18,6 +18,8 @@ public enum Reply: Hashable, Sendable {
     case resumeData(CancelledWithResumeData)
     case invalidated(SessionReference)
     case acknowledged(Acknowledge)
+    /// The answer to ``Request/taken(_:)``.
+    case taken(EventsTaken)
     /// The answer to ``Request/status``.
     case status(DaemonStatus)
     /// The answer to ``Request/metrics``: Prometheus text exposition format 0.0.4.
@@ -30,7 +32,7 @@ public enum Reply: Hashable, Sendable {
 
     enum Tag: String, TypeTag {
         case attached, sessions, tasks, taskIdentifier, submitted, task, resumeData, invalidated, acknowledged
-        case status, metrics, stopping
+        case taken, status, metrics, stopping
         static var family: String { "reply" }
     }
 
@@ -45,6 +47,7 @@ public enum Reply: Hashable, Sendable {
         case .resumeData: .resumeData
         case .invalidated: .invalidated
         case .acknowledged: .acknowledged
+        case .taken: .taken
         case .status: .status
         case .metrics: .metrics
         case .stopping: .stopping
@@ -64,6 +67,7 @@ extension Reply: Codable {
         case .resumeData: self = .resumeData(try CancelledWithResumeData(from: decoder))
         case .invalidated: self = .invalidated(try SessionReference(from: decoder))
         case .acknowledged: self = .acknowledged(try Acknowledge(from: decoder))
+        case .taken: self = .taken(try EventsTaken(from: decoder))
         case .status: self = .status(try DaemonStatus(from: decoder))
         case .metrics: self = .metrics(try decoder.field("text"))
         case .stopping: self = .stopping
@@ -81,6 +85,7 @@ extension Reply: Codable {
         case .resumeData(let value): try encoder.encode(tag: tag, payload: value)
         case .invalidated(let value): try encoder.encode(tag: tag, payload: value)
         case .acknowledged(let value): try encoder.encode(tag: tag, payload: value)
+        case .taken(let value): try encoder.encode(tag: tag, payload: value)
         case .status(let value): try encoder.encode(tag: tag, payload: value)
         case .metrics(let text): try encoder.encode(tag: tag, fields: ["text": text])
         case .stopping: try encoder.encode(tag: tag)

@@ -34,6 +34,10 @@ public enum Request: Hashable, Sendable {
     /// The client has handled every event up to a sequence number; ferryd deletes them.
     /// Reply: ``Reply/acknowledged(_:)``.
     case acknowledge(Acknowledge)
+    /// How many of the session's pushed messages the owner has taken from its connection so
+    /// far, for a session attached with an ``AttachSession/eventWindow``: ferryd sends more as
+    /// this count grows. Reply: ``Reply/taken(_:)``.
+    case taken(EventsTaken)
     /// How ferryd is: version, pid, start time, counts (`ferry daemon status`). Anyone may ask.
     /// Reply: ``Reply/status(_:)``.
     case status
@@ -60,6 +64,7 @@ public enum Request: Hashable, Sendable {
             task.sessionIdentifier
         case .invalidate(let invalidate): invalidate.sessionIdentifier
         case .acknowledge(let ack): ack.sessionIdentifier
+        case .taken(let taken): taken.sessionIdentifier
         }
     }
 
@@ -90,7 +95,7 @@ public enum Request: Hashable, Sendable {
 
     enum Tag: String, TypeTag {
         case attach, listSessions, listTasks, reserveTaskIdentifier, submit, suspend, resume, cancel
-        case cancelProducingResumeData, invalidate, acknowledge, status, metrics, stop
+        case cancelProducingResumeData, invalidate, acknowledge, taken, status, metrics, stop
         static var family: String { "request" }
     }
 
@@ -107,6 +112,7 @@ public enum Request: Hashable, Sendable {
         case .cancelProducingResumeData: .cancelProducingResumeData
         case .invalidate: .invalidate
         case .acknowledge: .acknowledge
+        case .taken: .taken
         case .status: .status
         case .metrics: .metrics
         case .stop: .stop
@@ -128,6 +134,7 @@ extension Request: Codable {
         case .cancelProducingResumeData: self = .cancelProducingResumeData(try TaskReference(from: decoder))
         case .invalidate: self = .invalidate(try Invalidate(from: decoder))
         case .acknowledge: self = .acknowledge(try Acknowledge(from: decoder))
+        case .taken: self = .taken(try EventsTaken(from: decoder))
         case .status: self = .status
         case .metrics: self = .metrics
         case .stop: self = .stop
@@ -146,6 +153,7 @@ extension Request: Codable {
             payload = value
         case .invalidate(let value): payload = value
         case .acknowledge(let value): payload = value
+        case .taken(let value): payload = value
         }
         try encoder.encode(tag: tag, payload: payload)
     }
@@ -179,11 +187,21 @@ public struct AttachSession: Hashable, Sendable, Codable {
     /// app for the session's events; they wait until it attaches. nil keeps what the session
     /// had (true at first). Only an owner's value is kept.
     public var sendsLaunchEvents: Bool?
+    /// For an owner: ferryd pushes at most this many of the session's messages (events and
+    /// progress) beyond the count the owner said it took (``Request/taken(_:)``), so a client
+    /// slower than its events holds a bounded number of them; what waits, waits in ferryd's
+    /// store. Progress that finds no room is dropped (the next one says more). nil: unpaced.
+    public var eventWindow: Int?
+
+    /// The window the library asks for (ferryd takes 1…``maximumEventWindow``).
+    public static let defaultEventWindow = 128
+    public static let maximumEventWindow = 65_536
 
     public init(
         sessionIdentifier: String, sharedContainerIdentifier: String? = nil, owner: Bool = true,
         httpMaximumConnectionsPerHost: Int? = nil, networkAccess: NetworkAccess? = nil,
-        transferOptions: SessionTransferOptions? = nil, keepsEvents: Bool? = nil, sendsLaunchEvents: Bool? = nil
+        transferOptions: SessionTransferOptions? = nil, keepsEvents: Bool? = nil, sendsLaunchEvents: Bool? = nil,
+        eventWindow: Int? = nil
     ) {
         self.sessionIdentifier = sessionIdentifier
         self.sharedContainerIdentifier = sharedContainerIdentifier
@@ -193,6 +211,7 @@ public struct AttachSession: Hashable, Sendable, Codable {
         self.transferOptions = transferOptions
         self.keepsEvents = keepsEvents
         self.sendsLaunchEvents = sendsLaunchEvents
+        self.eventWindow = eventWindow
     }
 }
 
@@ -273,6 +292,18 @@ public struct Acknowledge: Hashable, Sendable, Codable {
     }
 }
 
+/// The owner of a paced session (``AttachSession/eventWindow``) took `count` of its pushed
+/// messages from this connection since it attached on it (a running total: a late or merged
+/// one never takes room back).
+public struct EventsTaken: Hashable, Sendable, Codable {
+    public var sessionIdentifier: String
+    public var count: Int
+    public init(sessionIdentifier: String, count: Int) {
+        self.sessionIdentifier = sessionIdentifier
+        self.count = count
+    }
+}
+
 extension Request {
     /// Checks what can be checked without the daemon's state: identifiers present and in
     /// range, and a submission's fields (``TaskSubmission/validate()``).
@@ -302,6 +333,11 @@ extension Request {
             if let limit = attach.httpMaximumConnectionsPerHost, !(1...64).contains(limit) {
                 throw FerryProtocolError(.badRequest, "httpMaximumConnectionsPerHost is between 1 and 64")
             }
+            if let window = attach.eventWindow, !(1...AttachSession.maximumEventWindow).contains(window) {
+                throw FerryProtocolError(.badRequest, "eventWindow is between 1 and \(AttachSession.maximumEventWindow)")
+            }
+        case .taken(let taken):
+            if taken.count < 0 { throw FerryProtocolError(.badRequest, "a taken count is not negative") }
         case .listTasks(let list):
             if let limit = list.limit, limit < 1 { throw FerryProtocolError(.badRequest, "a page holds at least one task") }
         case .reserveTaskIdentifier(let reservation):

@@ -9,7 +9,7 @@ struct ConnectionStateMachineTests {
     func happyPath() {
         var connection = ConnectionStateMachine(daemonVersion: "0.1.0")
         #expect(connection.peer == nil)
-        #expect(connection.received(.hello(hello)) == .reply(.welcome(Welcome(protocolVersion: 1, daemonVersion: "0.1.0"))))
+        #expect(connection.received(.hello(hello)) == .reply(.welcome(Welcome(protocolVersion: ProtocolVersion.current, daemonVersion: "0.1.0"))))
         #expect(connection.peer?.hello == hello)
         #expect(connection.received(.request(id: 5, .listSessions)) == .handle(id: 5, .listSessions))
         #expect(connection.received(.request(id: 6, .listSessions)) == .handle(id: 6, .listSessions))

@@ -48,6 +48,7 @@ enum Fixtures {
         .attach(AttachSession(sessionIdentifier: session, sharedContainerIdentifier: "group.example", owner: true)),
         .attach(AttachSession(sessionIdentifier: session, owner: false)),
         .attach(AttachSession(sessionIdentifier: session, owner: true, httpMaximumConnectionsPerHost: 2)),
+        .attach(AttachSession(sessionIdentifier: session, owner: true, eventWindow: 128)),
         .attach(AttachSession(
             sessionIdentifier: session, owner: true,
             networkAccess: NetworkAccess(waitsForConnectivity: true, allowsExpensiveNetworkAccess: false, isDiscretionary: true))),
@@ -67,6 +68,7 @@ enum Fixtures {
         .cancelProducingResumeData(TaskReference(sessionIdentifier: session, taskIdentifier: 4)),
         .invalidate(Invalidate(sessionIdentifier: session, cancelTasks: true)),
         .acknowledge(Acknowledge(sessionIdentifier: session, upToSequence: 42)),
+        .taken(EventsTaken(sessionIdentifier: session, count: 64)),
     ]
 
     static let replies: [Reply] = [
@@ -106,6 +108,7 @@ enum Fixtures {
         .resumeData(CancelledWithResumeData(task: bareTask, resumeData: nil)),
         .invalidated(SessionReference(sessionIdentifier: session)),
         .acknowledged(Acknowledge(sessionIdentifier: session, upToSequence: 9)),
+        .taken(EventsTaken(sessionIdentifier: session, count: 64)),
     ]
 
     static let eventKinds: [EventKind] = [

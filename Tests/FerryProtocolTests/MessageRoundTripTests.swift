@@ -30,11 +30,13 @@ struct MessageRoundTripTests {
 
     @Test("the wire form is flat JSON with a type key, sorted keys and plain slashes")
     func wireShape() throws {
-        let hello = try coder.encode(ClientMessage.hello(Hello(clientName: "ferry-cli", pid: 42)))
-        #expect(String(buffer: hello) == #"{"clientName":"ferry-cli","pid":42,"protocolVersion":1,"type":"hello"}"#)
+        let hello = try coder.encode(ClientMessage.hello(Hello(protocolVersion: 2, minimumProtocolVersion: 1, clientName: "ferry-cli", pid: 42)))
+        #expect(String(buffer: hello) == #"{"clientName":"ferry-cli","minimumProtocolVersion":1,"pid":42,"protocolVersion":2,"type":"hello"}"#)
 
         let ack = try coder.encode(ClientMessage.request(id: 7, .acknowledge(Acknowledge(sessionIdentifier: "s", upToSequence: 3))))
         #expect(String(buffer: ack) == #"{"request":{"sessionIdentifier":"s","type":"acknowledge","upToSequence":3},"requestID":7,"type":"request"}"#)
+        let taken = try coder.encode(ClientMessage.request(id: 9, .taken(EventsTaken(sessionIdentifier: "s", count: 32))))
+        #expect(String(buffer: taken) == #"{"request":{"count":32,"sessionIdentifier":"s","type":"taken"},"requestID":9,"type":"request"}"#)
         let singles = try coder.encode(ClientMessage.request(id: 8, .acknowledge(Acknowledge(sessionIdentifier: "s", upToSequence: 3, sequences: [5, 6]))))
         #expect(String(buffer: singles) == #"{"request":{"sequences":[5,6],"sessionIdentifier":"s","type":"acknowledge","upToSequence":3},"requestID":8,"type":"request"}"#)
 
@@ -68,7 +70,7 @@ struct MessageRoundTripTests {
     func unknownFieldsIgnored() throws {
         let hello = try coder.decode(ClientMessage.self, from: Fixtures.buffer(
             #"{"type":"hello","protocolVersion":1,"clientName":"x","pid":1,"compression":{"kinds":["zstd"]},"z":null}"#))
-        #expect(hello == .hello(Hello(clientName: "x", pid: 1)))
+        #expect(hello == .hello(Hello(protocolVersion: 1, clientName: "x", pid: 1)))
 
         let reply = try coder.decode(DaemonMessage.self, from: Fixtures.buffer(
             #"{"type":"reply","requestID":2,"traceID":"abc","reply":{"type":"taskIdentifier","taskIdentifier":9,"reserved":true}}"#))

@@ -34,8 +34,11 @@ struct BackgroundEventRouter: Sendable {
         for await message in messages {
             switch message {
             case .event(let event):
+                await link.delegateCaughtUp()
+                link.tookMessage()
                 await handle(event)
             case .progress(let progress):
+                link.tookMessage()
                 self.progress(progress)
             case .waitingForConnectivity(let waiting):
                 for task in session.backgroundTasks(waiting.taskIdentifier) { task.noteWaiting(waiting.reason) }
@@ -115,8 +118,13 @@ struct BackgroundEventRouter: Sendable {
         }
     }
 
+    /// Dropped while the delegate is behind: the next report carries the totals (each
+    /// callback's byte count is from the task's last count).
     private func progress(_ progress: TaskProgress) {
+        guard link.beginProgress() else { return }
         for task in session.backgroundTasks(progress.taskIdentifier) { report(progress, to: task) }
+        let link = self.link
+        if !session.delegateQueue.enqueue({ link.endProgress() }) { link.endProgress() }
     }
 
     private func report(_ progress: TaskProgress, to task: SessionTask) {

@@ -27,8 +27,11 @@ final class BackgroundLink: Sendable {
         /// Which delivered events may be acknowledged.
         var settlement = EventSettlement()
         var invalidated = false
-        /// Events handed to the delegate whose acknowledgement has not left yet.
-        var eventsInFlight = 0
+        /// What is taken from ferryd and waits on the delegate (events whose acknowledgement
+        /// has not left yet among them).
+        var pacing = DeliveryPacing()
+        /// The router, waiting for the delegate to catch up.
+        var routerWaiting: CheckedContinuation<Void, Never>?
         /// The session asked to disconnect; the last event in flight finishes it.
         var leaving = false
         var identifiers = TaskIdentifierPool()
@@ -59,13 +62,16 @@ final class BackgroundLink: Sendable {
             let connection = try DaemonConnection.openAndWait(endpoint, clientName: Self.clientName, logger: logger)
             let tasks: [TaskInfo]
             do throws(DaemonConnectionError) {
-                let attached = try connection.perform(waiting: .attach(ownerAttach(configuration)))
+                let attached = try connection.perform(waiting: .attach(ownerAttach(configuration, on: connection)))
                 tasks = try connection.allTasks(waiting: TaskPages(attached: attached, session: sessionIdentifier))
             } catch {
                 connection.closeNow()
                 throw error
             }
-            state.withLockedValue { $0.connection = connection }
+            state.withLockedValue { s in
+                s.connection = connection
+                s.pacing.connected(paced: Self.paces(connection))
+            }
             logger.info("attached to background session", metadata: ["session": "\(sessionIdentifier)", "tasks": "\(tasks.count)"])
             return tasks
         } catch {
@@ -75,7 +81,12 @@ final class BackgroundLink: Sendable {
         }
     }
 
-    private func ownerAttach(_ configuration: Configuration) -> AttachSession {
+    /// Whether the connection's ferryd paces events (``DeliveryPacing``).
+    private static func paces(_ connection: DaemonConnection) -> Bool {
+        connection.welcome.protocolVersion >= ProtocolVersion.eventPacing
+    }
+
+    private func ownerAttach(_ configuration: Configuration, on connection: DaemonConnection) -> AttachSession {
         AttachSession(
             sessionIdentifier: sessionIdentifier,
             sharedContainerIdentifier: configuration.sharedContainerIdentifier,
@@ -83,7 +94,8 @@ final class BackgroundLink: Sendable {
             httpMaximumConnectionsPerHost: min(max(configuration.httpMaximumConnectionsPerHost, 1), 64),
             networkAccess: configuration.networkAccess,
             transferOptions: configuration.transferOptions,
-            sendsLaunchEvents: configuration.sessionSendsLaunchEvents)
+            sendsLaunchEvents: configuration.sessionSendsLaunchEvents,
+            eventWindow: Self.paces(connection) ? DeliveryPacing.window : nil)
     }
 
     /// The connection to ferryd was lost (ferryd crashed or was stopped) while the session
@@ -108,7 +120,7 @@ final class BackgroundLink: Sendable {
                 }
                 let tasks: [TaskInfo]
                 do throws(DaemonConnectionError) {
-                    let attached = try await connection.perform(.attach(ownerAttach(configuration)))
+                    let attached = try await connection.perform(.attach(ownerAttach(configuration, on: connection)))
                     tasks = try await connection.allTasks(TaskPages(attached: attached, session: sessionIdentifier))
                 } catch {
                     await connection.close()
@@ -117,6 +129,7 @@ final class BackgroundLink: Sendable {
                 let kept = state.withLockedValue { s -> Bool in
                     guard !s.invalidated, !s.leaving else { return false }
                     s.connection = connection
+                    s.pacing.connected(paced: Self.paces(connection))
                     return true
                 }
                 guard kept else {
@@ -254,24 +267,78 @@ final class BackgroundLink: Sendable {
         }
     }
 
+    /// The router took a message (an event or progress) from the connection; ferryd hears of
+    /// it now and then, and sends more (``DeliveryPacing``).
+    func tookMessage() {
+        let (total, connection) = state.withLockedValue { s in (s.pacing.took(), s.connection) }
+        guard let total, let connection else { return }
+        let logger = self.logger
+        connection.post(.taken(EventsTaken(sessionIdentifier: sessionIdentifier, count: total))) { result in
+            if case .failure(let error) = result { logger.debug("telling ferryd what was taken failed", metadata: ["error": "\(error)"]) }
+        }
+    }
+
+    /// What the current connection holds for the app: messages received from ferryd, taken by
+    /// the router, and events and progress reports waiting on the delegate (for tests).
+    var heldMessages: (received: Int, taken: Int, onDelegate: Int) {
+        state.withLockedValue { s in
+            (s.connection?.eventsAndProgressReceived ?? 0, s.pacing.taken, s.pacing.events + s.pacing.progress)
+        }
+    }
+
+    /// Returns once the delegate has fewer than ``DeliveryPacing/inFlightLimit`` events and
+    /// progress reports waiting (or the session is leaving). Only the router waits here.
+    func delegateCaughtUp() async {
+        await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+            let now = state.withLockedValue { s -> Bool in
+                guard !s.leaving, s.pacing.delegateIsBehind else { return true }
+                s.routerWaiting = waiter
+                return false
+            }
+            if now { waiter.resume() }
+        }
+    }
+
+    /// The router, resumed if the delegate has caught up (or the session leaves).
+    private static func routerToResume(_ s: inout State) -> CheckedContinuation<Void, Never>? {
+        guard s.leaving || !s.pacing.delegateIsBehind else { return nil }
+        defer { s.routerWaiting = nil }
+        return s.routerWaiting
+    }
+
     /// An event is about to be handed to the delegate; false once the session is leaving (the
     /// event then waits in ferryd for the next process).
     func beginEvent() -> Bool {
         state.withLockedValue { s in
             guard !s.leaving else { return false }
-            s.eventsInFlight += 1
+            s.pacing.eventBegan()
             return true
         }
+    }
+
+    /// A progress report may go to the delegate; false (it is dropped) while the delegate is behind.
+    func beginProgress() -> Bool {
+        state.withLockedValue { $0.pacing.progressBegan() }
+    }
+
+    /// A progress report's callbacks have returned.
+    func endProgress() {
+        let router = state.withLockedValue { s in
+            s.pacing.progressEnded()
+            return Self.routerToResume(&s)
+        }
+        router?.resume()
     }
 
     /// The event's callbacks have returned: acknowledges what settled, and finishes a
     /// disconnect that waited for it.
     func endEvent(acknowledging ack: EventSettlement.Acknowledgement?) async {
         if let ack { post(upTo: ack.upTo, single: ack.single) }
-        let closeNow = state.withLockedValue { s -> Bool in
-            s.eventsInFlight -= 1
-            return s.leaving && s.eventsInFlight == 0
+        let (closeNow, router) = state.withLockedValue { s in
+            s.pacing.eventEnded()
+            return (s.leaving && s.pacing.events == 0, Self.routerToResume(&s))
         }
+        router?.resume()
         if closeNow { await close() }
     }
 
@@ -281,10 +348,11 @@ final class BackgroundLink: Sendable {
     /// acknowledgement has not left yet (the app invalidated from its completion handler, or
     /// from another thread just then) is waited for, so nothing handed to the app comes again.
     func disconnect() async {
-        let waits = state.withLockedValue { s -> Bool in
+        let (waits, router) = state.withLockedValue { s in
             s.leaving = true
-            return s.eventsInFlight > 0
+            return (s.pacing.events > 0, Self.routerToResume(&s))
         }
+        router?.resume()
         if !waits { await close() }
     }
 

@@ -1,0 +1,116 @@
+@testable import FerryDaemon
+import FerryProtocol
+import FerryTestSupport
+import Foundation
+import Testing
+
+/// An owner that asks for an event window gets no more of its session's events and progress
+/// than the window beyond what it said it took; the rest waits in the store and comes, in
+/// order, as it takes more (docs/protocol.md, "Pacing").
+@Suite("Pacing a slow owner's events")
+struct PacingTests {
+    /// Pushed messages that arrive within `quiet` seconds of each other, until none does.
+    static func pushesUntilQuiet(_ client: RawClient, quiet: Double = 1.0) async throws -> [DaemonMessage] {
+        var seen: [DaemonMessage] = []
+        for _ in 0..<10_000 {
+            do {
+                seen.append(try await client.nextPush(timeout: quiet))
+            } catch is TestFailure {
+                return seen  // quiet for `quiet` seconds
+            }
+        }
+        throw TestFailure("more than 10,000 pushes without a pause")
+    }
+
+    static func counted(_ messages: [DaemonMessage]) -> (events: [Event], progress: Int) {
+        var events: [Event] = []
+        var progress = 0
+        for message in messages {
+            switch message {
+            case .event(let event): events.append(event)
+            case .progress: progress += 1
+            default: break
+            }
+        }
+        return (events, progress)
+    }
+
+    @Test("a window of 5: five messages, nothing more until 'taken' says so, then the rest in order, each once")
+    func windowHoldsEventsBack() async throws {
+        let daemon = try await InProcessDaemon()
+        let server = try await TestHTTPServer.start()
+        let client = try await daemon.client("paced-app")
+        let session = "paced.session"
+        _ = try await client.request(.attach(AttachSession(sessionIdentifier: session, owner: true, eventWindow: 5)))
+        var identifiers: [Int] = []
+        for seed in 1...6 as ClosedRange<UInt64> {
+            identifiers.append(try await client.submit(TaskSubmission.download(session, server.baseURL + "/bytes/100?seed=\(seed)")).taskIdentifier)
+        }
+        for identifier in identifiers {
+            try await poll(until: "task \(identifier) to complete in ferryd", timeout: .seconds(20)) {
+                try await daemon.task(session, identifier).state == .completed
+            }
+        }
+        let stored = try await daemon.store.undeliveredEvents(in: session).count
+        #expect(stored == 18, "three events for each of six downloads")
+
+        var first = Self.counted(try await Self.pushesUntilQuiet(client))
+        #expect(first.events.count + first.progress == 5, "the window's five, then nothing for a second: \(first)")
+
+        // A count that goes back opens nothing.
+        _ = try await client.request(.taken(EventsTaken(sessionIdentifier: session, count: 2)))
+        _ = try await client.request(.taken(EventsTaken(sessionIdentifier: session, count: 1)))
+        let afterTwo = Self.counted(try await Self.pushesUntilQuiet(client, quiet: 0.5))
+        #expect(afterTwo.events.count + afterTwo.progress == 2, "two taken, two more sent: \(afterTwo)")
+        first.events += afterTwo.events
+        first.progress += afterTwo.progress
+
+        var events = first.events
+        var taken = first.events.count + first.progress
+        for _ in 0..<20 where events.count < stored {
+            _ = try await client.request(.taken(EventsTaken(sessionIdentifier: session, count: taken)))
+            let more = Self.counted(try await Self.pushesUntilQuiet(client, quiet: 0.5))
+            #expect(more.events.count + more.progress <= 5, "at most a window at a time: \(more)")
+            events += more.events
+            taken += more.events.count + more.progress
+        }
+        #expect(events.count == stored, "every stored event came: \(events.map(\.sequence))")
+        #expect(events.map(\.sequence) == events.map(\.sequence).sorted(), "in order")
+        #expect(Set(events.map(\.sequence)).count == events.count, "each once")
+        client.close()
+        try await server.shutdown()
+        await daemon.shutdown()
+    }
+
+    @Test("the window's count starts again at a new owner's attach, and an unpaced owner gets everything at once")
+    func newOwnerStartsAgain() async throws {
+        let daemon = try await InProcessDaemon()
+        let server = try await TestHTTPServer.start()
+        let session = "paced.again"
+        let first = try await daemon.client("paced-app")
+        _ = try await first.request(.attach(AttachSession(sessionIdentifier: session, owner: true, eventWindow: 2)))
+        let task = try await first.submit(TaskSubmission.download(session, server.baseURL + "/bytes/100?seed=9"))
+        try await poll(until: "task \(task.taskIdentifier) to complete in ferryd", timeout: .seconds(20)) {
+            try await daemon.task(session, task.taskIdentifier).state == .completed
+        }
+        let firstOwner = Self.counted(try await Self.pushesUntilQuiet(first))
+        #expect(firstOwner.events.count + firstOwner.progress == 2, "\(firstOwner)")
+        first.close()
+
+        let paced = try await daemon.client("paced-app")
+        try await poll(until: "the first owner to be gone", timeout: .seconds(10)) {
+            (try? await paced.request(.attach(AttachSession(sessionIdentifier: session, owner: true, eventWindow: 2)))) != nil
+        }
+        #expect(Self.counted(try await Self.pushesUntilQuiet(paced)).events.count == 2, "a new count: two again, from the first")
+        paced.close()
+
+        let unpaced = try await daemon.client("paced-app")
+        try await poll(until: "the second owner to be gone", timeout: .seconds(10)) {
+            (try? await unpaced.request(.attach(AttachSession(sessionIdentifier: session, owner: true)))) != nil
+        }
+        #expect(Self.counted(try await Self.pushesUntilQuiet(unpaced)).events.count == 3, "unpaced: all three")
+        unpaced.close()
+        try await server.shutdown()
+        await daemon.shutdown()
+    }
+}
