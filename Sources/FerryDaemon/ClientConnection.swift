@@ -261,6 +261,17 @@ final class ConnectionHandler: ChannelDuplexHandler, Sendable {
         switch action {
         case .reply(let message):
             connection.send(message)
+        case .handle(let id, .taken(let taken)):
+            // Answered here, at once: it only opens the session's window, and waiting behind
+            // this connection's earlier requests (an acknowledgement's commit) held back the
+            // events it lets through.
+            do throws(FerryProtocolError) {
+                try Request.taken(taken).validate()
+                connection.took(taken.count, of: taken.sessionIdentifier)
+                connection.send(.reply(id: id, .taken(taken)))
+            } catch {
+                connection.send(.failure(id: id, error))
+            }
         case .handle(let id, let request):
             arrived.withLockedValue { $0.append((id, request)) }
         case .close(let last):

@@ -36,7 +36,7 @@ extension Daemon {
             // No event may follow the reply: delivery stops before it is queued (live sends too).
             if owner(of: invalidate.sessionIdentifier) == connection.id { update(invalidate.sessionIdentifier) { $0.stopDelivery() } }
             return .invalidated(SessionReference(sessionIdentifier: invalidate.sessionIdentifier))
-        case .taken(let taken):
+        case .taken(let taken):  // the connection's handler answers these itself; the same here
             connection.took(taken.count, of: taken.sessionIdentifier)
             return .taken(taken)
         case .acknowledge(let ack):

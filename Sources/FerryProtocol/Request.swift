@@ -194,7 +194,7 @@ public struct AttachSession: Hashable, Sendable, Codable {
     public var eventWindow: Int?
 
     /// The window the library asks for (ferryd takes 1…``maximumEventWindow``).
-    public static let defaultEventWindow = 128
+    public static let defaultEventWindow = 256
     public static let maximumEventWindow = 65_536
 
     public init(

@@ -301,7 +301,7 @@ final class BackgroundLink: Sendable {
 
     /// The router, resumed if the delegate has caught up (or the session leaves).
     private static func routerToResume(_ s: inout State) -> CheckedContinuation<Void, Never>? {
-        guard s.leaving || !s.pacing.delegateIsBehind else { return nil }
+        guard s.leaving || s.pacing.delegateCaughtUp else { return nil }
         defer { s.routerWaiting = nil }
         return s.routerWaiting
     }

@@ -7,8 +7,8 @@ import FerryProtocol
 /// session's messages beyond those the router has taken (``AttachSession/eventWindow``; the
 /// router says how many it took every ``reportEvery``). The router takes a message only while
 /// fewer than ``inFlightLimit`` events and progress reports wait on the delegate queue: past
-/// that it waits for an event's callbacks to return, and a progress report is dropped (the
-/// next one carries the totals). So the app holds at most `window + inFlightLimit` messages.
+/// that it waits until half of them have returned, and a progress report is dropped (the next
+/// one carries the totals). So the app holds at most `window + inFlightLimit` messages.
 ///
 /// ```swift
 /// var pacing = DeliveryPacing()
@@ -16,7 +16,7 @@ import FerryProtocol
 /// ```
 struct DeliveryPacing {
     static let window = AttachSession.defaultEventWindow
-    static let reportEvery = window / 4
+    static let reportEvery = window / 8
     static let inFlightLimit = 64
 
     /// Whether the current connection's ferryd paces (protocol 2 on): an older one is told nothing.
@@ -45,6 +45,11 @@ struct DeliveryPacing {
     }
 
     var delegateIsBehind: Bool { events + progress >= Self.inFlightLimit }
+
+    /// Whether a router that waited may go on: the delegate is down to half the limit, so the
+    /// router takes the next messages in a run (woken at every callback's end, it cost two
+    /// thread hops per event in a burst).
+    var delegateCaughtUp: Bool { events + progress <= Self.inFlightLimit / 2 }
 
     mutating func eventBegan() { events += 1 }
     mutating func eventEnded() { events -= 1 }
