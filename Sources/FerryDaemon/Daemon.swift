@@ -369,7 +369,7 @@ public actor Daemon {
         let session = progress.sessionIdentifier
         for id in sessions[session]?.progressTargets ?? [] {
             guard let connection = connections[id], connection.reserveMessages(1, of: session) == 1 else { continue }
-            connection.send(.progress(progress), droppable: true)
+            if !connection.send(.progress(progress), droppable: true) { connection.unreserveMessages(1, of: session) }
         }
     }
 }

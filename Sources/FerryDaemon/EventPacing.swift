@@ -30,6 +30,12 @@ struct EventPacing: Sendable {
         return granted
     }
 
+    /// `count` reserved messages did not go (a progress report met a full socket): the owner
+    /// will never count them, so they must not keep the room.
+    mutating func unreserve(_ count: Int) {
+        sent -= min(count, sent - taken)
+    }
+
     /// The owner took `total` since it attached. A count that goes back (an answer that came
     /// late) changes nothing; one beyond what was sent counts only what was sent.
     mutating func took(_ total: Int) {
@@ -73,6 +79,16 @@ extension ClientConnection {
             guard state.sessions[session] != nil else { return count }
             return state.sessions[session]!.reserve(count)
         }
+    }
+
+    /// `count` of `session`'s reserved messages were not sent after all.
+    func unreserveMessages(_ count: Int, of session: String) {
+        let waiting = pacing.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
+            guard state.sessions[session] != nil else { return [] }
+            state.sessions[session]!.unreserve(count)
+            return state.wake(session)
+        }
+        for waiter in waiting { waiter.resume() }
     }
 
     /// The owner's `taken` request: room opens for the session's pump.

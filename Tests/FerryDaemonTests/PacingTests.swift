@@ -114,3 +114,26 @@ struct PacingTests {
         await daemon.shutdown()
     }
 }
+
+/// The window's arithmetic as a value.
+@Suite("EventPacing")
+struct EventPacingTests {
+    @Test("reserve grants what the window leaves; taken opens it, never beyond what was sent nor back; unreserve returns what did not go")
+    func arithmetic() {
+        var pacing = EventPacing(window: 4)
+        #expect(pacing.reserve(3) == 3)
+        #expect(pacing.reserve(3) == 1)
+        #expect(pacing.reserve(1) == 0)
+        pacing.took(2)
+        #expect(pacing.room == 2)
+        pacing.took(1)
+        #expect(pacing.room == 2, "a smaller total changes nothing")
+        pacing.took(100)
+        #expect(pacing.room == 4, "only what was sent counts")
+        #expect(pacing.reserve(4) == 4)
+        pacing.unreserve(1)  // a progress report that met a full socket
+        #expect(pacing.room == 1)
+        pacing.took(5)
+        #expect(pacing.room == 2, "seven went in all; the owner took five")
+    }
+}
