@@ -121,6 +121,8 @@ final class EventOutbox: Sendable {
     private func sendLive(_ events: [OutgoingEvent], of session: String, to connection: ClientConnection) {
         connection.channel.eventLoop.execute { [self] in
             var payloads = EventRecord.payloads(events, logger: logger)
+            // An event of a kind this build does not know is skipped: the owner will not count it.
+            if payloads.count < events.count { connection.unreserveMessages(events.count - payloads.count, of: session) }
             if let finished = try? MessageCoder().encode(DaemonMessage.eventsFinished(sessionIdentifier: session)) { payloads.append(finished) }
             if connection.send(encoded: payloads) != payloads.count { drop(session, ifLiveTo: connection) }
         }
