@@ -65,9 +65,7 @@ struct DeliveryTests {
             try await Self.attach(client, session, keepsEvents: keeps ? nil : false)
             let task = try await client.submit(TaskSubmission.download(session, server.baseURL + "/bytes/1000?seed=3&stallAfter=10&stallSeconds=1"))
             client.close()  // leaves before the task ends
-            try await poll(until: "task \(task.taskIdentifier) of \(session) to complete", timeout: .seconds(20)) {
-                try await daemon.task(session, task.taskIdentifier).state == .completed
-            }
+            try await daemon.waitUntilCompleted(session, [task.taskIdentifier])
         }
         try await poll(until: "cli.session's events to be acknowledged by ferryd", timeout: .seconds(10)) {
             try await daemon.store.undeliveredEvents(in: "cli.session").isEmpty
@@ -114,11 +112,7 @@ struct EventBacklogTests {
             tasks.append(submitted.taskIdentifier)
         }
         // Not reading while the three complete: their events wait in ferryd and the socket.
-        try await poll(until: "the three tasks to complete in ferryd's store") {
-            var done = 0
-            for task in tasks where try await ferryd.task("s", task).state == .completed { done += 1 }
-            return done == tasks.count
-        }
+        try await ferryd.waitUntilCompleted("s", tasks, timeout: .seconds(10))
         let events = try await client.events(untilFinished: Set(tasks))
         #expect(Set(events.map(\.sequence)).count == events.count, "an event came twice")
         for (index, task) in tasks.enumerated() {

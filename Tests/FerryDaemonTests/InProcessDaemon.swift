@@ -4,6 +4,7 @@
 import FerryDaemon
 import FerryProtocol
 import FerryStore
+import FerryTestSupport
 import Foundation
 import NIOConcurrencyHelpers
 import Testing
@@ -53,6 +54,17 @@ final class InProcessDaemon: Sendable {
 
     func task(_ session: String, _ task: Int) async throws -> TaskRecord {
         try #require(try await store.task(session: session, task: task))
+    }
+
+    /// Waits (at most `timeout`) until every one of `tasks` of `session` is `completed` in
+    /// ferryd's store.
+    func waitUntilCompleted(
+        _ session: String, _ tasks: [Int], timeout: Duration = .seconds(20), fileID: String = #fileID, line: Int = #line
+    ) async throws {
+        try await poll(until: "tasks \(tasks) of \(session) to complete in ferryd's store", timeout: timeout, fileID: fileID, line: line) {
+            for task in tasks where try await self.task(session, task).state != .completed { return false }
+            return true
+        }
     }
 }
 

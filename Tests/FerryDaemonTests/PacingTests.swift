@@ -46,11 +46,7 @@ struct PacingTests {
         for seed in 1...6 as ClosedRange<UInt64> {
             identifiers.append(try await client.submit(TaskSubmission.download(session, server.baseURL + "/bytes/100?seed=\(seed)")).taskIdentifier)
         }
-        for identifier in identifiers {
-            try await poll(until: "task \(identifier) to complete in ferryd", timeout: .seconds(20)) {
-                try await daemon.task(session, identifier).state == .completed
-            }
-        }
+        try await daemon.waitUntilCompleted(session, identifiers)
         let stored = try await daemon.store.undeliveredEvents(in: session).count
         #expect(stored == 18, "three events for each of six downloads")
 
@@ -90,9 +86,7 @@ struct PacingTests {
         let first = try await daemon.client("paced-app")
         _ = try await first.request(.attach(AttachSession(sessionIdentifier: session, owner: true, eventWindow: 2)))
         let task = try await first.submit(TaskSubmission.download(session, server.baseURL + "/bytes/100?seed=9"))
-        try await poll(until: "task \(task.taskIdentifier) to complete in ferryd", timeout: .seconds(20)) {
-            try await daemon.task(session, task.taskIdentifier).state == .completed
-        }
+        try await daemon.waitUntilCompleted(session, [task.taskIdentifier])
         let firstOwner = Self.counted(try await Self.pushesUntilQuiet(first))
         #expect(firstOwner.events.count + firstOwner.progress == 2, "\(firstOwner)")
         first.close()
