@@ -86,12 +86,21 @@ let package = Package(
         .target(name: "FerryCore", swiftSettings: swiftSettings),
         // POSIX helpers every layer needs once: the write-all loop, signals. No dependencies.
         .target(name: "FerrySystem", swiftSettings: swiftSettings),
+        // The network as the kernel (rtnetlink, /proc) and NetworkManager (D-Bus) describe it,
+        // and what a session's network settings allow of it: read by ferryd's scheduler and by
+        // an app's in-process sessions.
+        .target(
+            name: "FerryNetwork",
+            dependencies: ["FerryCore", "FerryProtocol", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "Ferry",
             dependencies: [
                 "FerryCore",
                 "FerrySystem",
                 "FerryEngine",
+                "FerryNetwork",
                 "FerryProtocol",
                 "FerryDaemonClient",
                 "FerryApps",
@@ -110,6 +119,7 @@ let package = Package(
                 "FerrySystem",
                 "ShareKit",
                 "FerryApps",
+                "FerryNetwork",
                 "FerryProtocol",
                 "FerryDaemonClient",
                 .product(name: "Logging", package: "swift-log"),
@@ -189,6 +199,7 @@ let package = Package(
                 "FerryEngine",
                 "FerryApps",
                 "FerrySystem",
+                "FerryNetwork",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -206,6 +217,7 @@ let package = Package(
                 "FerryDaemon",
                 "FerryStore",
                 "FerryApps",
+                "FerryNetwork",
                 "FerrySystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -384,6 +396,7 @@ let package = Package(
                 "FerryDaemonApp",
                 "FerryDaemonClient",
                 "FerryApps",
+                "FerryNetwork",
                 "FerryProtocol",
                 "FerryStore",
                 "FerryEngine",

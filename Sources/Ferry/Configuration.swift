@@ -97,20 +97,35 @@ public struct Configuration: Sendable {
         httpShouldSetCookies ? httpCookieStorage?.jar(acceptPolicy: httpCookieAcceptPolicy) : nil
     }
 
-    // The network a background session's tasks may use. ferryd holds a task (without using an
-    // attempt) while the route to its host does not satisfy these; `ferry explain` says why.
-    // In-process sessions do not look at the network yet (docs/ferryd.md, "Network").
+    // The network a session's tasks may use, judged on the links and routes of the machine
+    // (rtnetlink) and the classes of docs/ferryd.md, "Network" (the `FERRYD_*_INTERFACES`
+    // patterns, NetworkManager's metered devices). ferryd holds a background task (without
+    // using an attempt) while the route to its host does not satisfy these; `ferry explain`
+    // says why. An in-process task is judged before it connects: it fails at once with
+    // `notConnectedToInternet`, or with `waitsForConnectivity` waits (its resource time-out
+    // still running). The default (everything allowed, no waiting) asks nothing and starts no
+    // monitor.
 
-    /// Background sessions: call ``SessionDelegate/session(_:taskIsWaitingForConnectivity:)``
-    /// once when a task waits for the network. A background task waits either way, as on Apple's platforms.
+    /// Wait for the network instead of failing with `notConnectedToInternet` when no link the
+    /// session may use reaches the host, and tell the delegate once
+    /// (``SessionDelegate/session(_:taskIsWaitingForConnectivity:)``). The wait counts toward
+    /// `timeoutIntervalForResource`, not `timeoutIntervalForRequest`. A background task waits
+    /// either way, as on Apple's platforms; this only decides whether the app is told.
+    ///
+    /// ```swift
+    /// var configuration = Configuration.default
+    /// configuration.waitsForConnectivity = true   // offline: wait, don't fail
+    /// ```
     public var waitsForConnectivity: Bool = false
-    /// Background sessions: may use links ferryd counts as expensive (metered, cellular).
+    /// May use links counted as expensive (metered, cellular). false: such a route is
+    /// `notConnectedToInternet` with `networkUnavailableReason` `.expensive` (or a wait).
     public var allowsExpensiveNetworkAccess: Bool = true
-    /// Background sessions: may use links ferryd counts as constrained.
+    /// May use links counted as constrained (`FERRYD_CONSTRAINED_INTERFACES`).
     public var allowsConstrainedNetworkAccess: Bool = true
-    /// Background sessions: may use cellular (WWAN) links.
+    /// May use cellular (WWAN) links.
     public var allowsCellularAccess: Bool = true
     /// Background sessions: the transfers can wait for an unmetered link and mains power.
+    /// Ignored by in-process sessions, as on Apple's platforms.
     public var isDiscretionary: Bool = false
     /// Background sessions: ferryd starts the app (its manifest's `launch`) when the session's
     /// events wait and no process owns it. false: they wait until the app attaches by itself.

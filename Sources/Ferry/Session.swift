@@ -90,7 +90,9 @@ public final class Session: Sendable {
     /// failure: say so and use the system store; should even that fail, every task fails.
     private static func inProcessRunner(_ configuration: Configuration, logger: Logger) -> any TaskRunner {
         do {
-            return InProcessRunner(engine: try TransferEngine(configuration: configuration.engineConfiguration, logger: logger))
+            return InProcessRunner(
+                engine: try TransferEngine(configuration: configuration.engineConfiguration, logger: logger),
+                connectivity: configuration.connectivityRequirement)
         } catch let error as FerryError {
             logger.error("the client identity cannot be read: every task fails", metadata: ["error": "\(error)"])
             return UnavailableRunner(error: error)
@@ -100,7 +102,7 @@ public final class Session: Sendable {
         var fallback = configuration.engineConfiguration
         fallback.additionalTrustedCertificateFiles = []
         do {
-            return InProcessRunner(engine: try TransferEngine(configuration: fallback, logger: logger))
+            return InProcessRunner(engine: try TransferEngine(configuration: fallback, logger: logger), connectivity: configuration.connectivityRequirement)
         } catch {
             return UnavailableRunner(error: FerryError(.secureConnectionFailed, "cannot set up TLS: \(error)", underlying: error))
         }

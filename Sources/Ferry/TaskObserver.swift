@@ -23,6 +23,13 @@ struct TaskObserver: TransferObserver {
         return disposition == .allow
     }
 
+    /// The task waits for the network (`waitsForConnectivity`): the delegate hears it once.
+    func transferIsWaitingForConnectivity() async {
+        guard let delegate = session.delegate else { return }
+        let (session, task) = (self.session, self.task)
+        await session.delegateQueue.ask { await delegate.session(session, taskIsWaitingForConnectivity: task) }
+    }
+
     func transferWillRedirect(response: Response, to request: Request) async -> Request? {
         let task = self.task
         let session = self.session

@@ -1,5 +1,6 @@
 import FerryCore
 import FerryEngine
+import FerryNetwork
 import Foundation
 import Synchronization
 
@@ -36,6 +37,8 @@ enum TaskRunnerInvalidation {
 /// Runs tasks in this process, each run a transfer of the session's engine.
 struct InProcessRunner: TaskRunner {
     let engine: TransferEngine
+    /// The session's network settings, when they ask anything before a task connects.
+    let connectivity: ConnectivityRequirement?
 
     func reserveTaskIdentifier() -> Int? { nil }
 
@@ -57,6 +60,7 @@ struct InProcessRunner: TaskRunner {
             if made.upload != nil, made.resumeUpload == nil {  // only a seekable body ever gets a point
                 made.resumeUpload = task.lock.withLockedValue { $0.uploadPoint }
             }
+            if let connectivity { made = try await connectivity.admit(made, task: task, observer: observer) }
             transfer = made
             let result = try await engine.run(made, observer: observer)
             task.lock.withLockedValue { $0.response = result.response }

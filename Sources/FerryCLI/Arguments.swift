@@ -2,6 +2,7 @@ import FerryCore
 import ArgumentParser
 import Ferry
 import FerryEngine
+import FerryNetwork
 import Foundation
 
 /// Checks shared by the subcommands' `validate()`.
@@ -75,6 +76,18 @@ struct TransferOptions: ParsableArguments {
     @Option(help: "Retry lost connections, time-outs and 429/503 up to N times (downloads continue where they stopped).")
     var retries: Int = 0
 
+    @Flag(help: "With no network that may be used, wait for one (within --max-time) instead of failing (URLSession's waitsForConnectivity).")
+    var waitForNetwork = false
+
+    @Flag(help: "Do not use expensive (metered) links (allowsExpensiveNetworkAccess = false; docs/ferryd.md, \"Network\").")
+    var noExpensiveNetwork = false
+
+    @Flag(help: "Do not use constrained links (allowsConstrainedNetworkAccess = false).")
+    var noConstrainedNetwork = false
+
+    @Flag(help: "Do not use cellular links (allowsCellularAccess = false).")
+    var noCellular = false
+
     @Flag(help: "Print one JSON object on standard output at the end (also on failure).")
     var json = false
 
@@ -99,6 +112,17 @@ struct TransferOptions: ParsableArguments {
         return configuration
     }
 
+    /// What the network options ask before a transfer connects (nil: nothing, the default).
+    var connectivity: ConnectivityRequirement? {
+        ConnectivityRequirement(access: networkAccess, waitsForConnectivity: waitForNetwork)
+    }
+
+    var networkAccess: NetworkAccess {
+        NetworkAccess(
+            allowsExpensiveNetworkAccess: !noExpensiveNetwork, allowsConstrainedNetworkAccess: !noConstrainedNetwork,
+            allowsCellularAccess: !noCellular)
+    }
+
     /// Notes for the user (suppressed by --quiet).
     func note(_ text: String) {
         if !quiet { Console.error("ferry: \(text)") }
@@ -108,10 +132,18 @@ struct TransferOptions: ParsableArguments {
 /// Runs `transfer` on an engine of its own, shut down afterwards; Ctrl-C cancels it (the
 /// result is then a `.cancelled` failure, not a thrown error, so the caller still reports
 /// what was moved).
-func runInterruptibly(_ transfer: Transfer, observer: CLIObserver, configuration: EngineConfiguration) async throws -> Result<TransferResult, FerryError> {
-    let engine = try TransferEngine(configuration: configuration)
+/// With `options`' network settings, the transfer first waits for (or fails without) a network
+/// it may use, as a session's task does.
+func runInterruptibly(_ transfer: Transfer, observer: CLIObserver, options: TransferOptions, connections: Int = 6) async throws -> Result<TransferResult, FerryError> {
+    let engine = try TransferEngine(configuration: options.engineConfiguration(connections: connections))
     let work = Task { () -> Result<TransferResult, FerryError> in
-        do { return .success(try await engine.run(transfer, observer: observer)) } catch {
+        do {
+            var transfer = transfer
+            if let connectivity = options.connectivity {
+                transfer = try await connectivity.admit(transfer) { reason in options.note("waiting for the network: \(reason.message)") }
+            }
+            return .success(try await engine.run(transfer, observer: observer))
+        } catch {
             return .failure(FerryError.from(error, url: transfer.request.url))
         }
     }

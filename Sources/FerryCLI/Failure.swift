@@ -45,7 +45,7 @@ struct CLIFailure: Error {
         switch error.code {
         case .badURL, .unsupportedURL: exitStatus = ExitStatus.usage
         case .cannotFindHost: exitStatus = ExitStatus.cannotResolve
-        case .cannotConnectToHost: exitStatus = ExitStatus.cannotConnect
+        case .cannotConnectToHost, .notConnectedToInternet: exitStatus = ExitStatus.cannotConnect
         case .badServerResponse: exitStatus = ExitStatus.badResponse
         case .networkConnectionLost: exitStatus = ExitStatus.partial
         case .cannotWriteToFile: exitStatus = ExitStatus.cannotWrite

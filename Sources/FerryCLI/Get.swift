@@ -110,7 +110,7 @@ struct Get: AsyncParsableCommand {
         let bar = ProgressBar(label: file.lastPathComponent, enabled: !options.quiet)
         let observer = CLIObserver(bar: bar, refuseErrorStatuses: true)
 
-        let outcome = try await runInterruptibly(transfer, observer: observer, configuration: options.engineConfiguration())
+        let outcome = try await runInterruptibly(transfer, observer: observer, options: options)
         let seen = observer.snapshot
         switch outcome {
         case .success(let result):

@@ -109,7 +109,9 @@ struct GetMany {
         let (handedBack, toSession) = AsyncStream.makeStream(of: BatchDownload.Item.self)
         async let fromSession = fetchWithSession(handedBack, headers: headers, into: folder, onEach: tick)
         let outcomes: [BatchDownload.Outcome]
-        if self.batch {
+        // The batch does not look at the network: with a network option, everything goes
+        // through the session, whose tasks do.
+        if self.batch, options.connectivity == nil {
             outcomes = await batch.run(items) { index, outcome in
                 if case .handedBack = outcome { toSession.yield(items[index]) } else { tick() }
             }
@@ -171,10 +173,14 @@ struct GetMany {
                     configuration.timeoutIntervalForRequest = options.timeout
                     if let maxTime = options.maxTime { configuration.timeoutIntervalForResource = maxTime }
                     configuration.retryPolicy = options.retryPolicy
+                    configuration.waitsForConnectivity = options.waitForNetwork
+                    configuration.allowsExpensiveNetworkAccess = !options.noExpensiveNetwork
+                    configuration.allowsConstrainedNetworkAccess = !options.noConstrainedNetwork
+                    configuration.allowsCellularAccess = !options.noCellular
                     let made = IncomingFolder(in: folder)
                     configuration.downloadDirectory = made.url
                     partials = made
-                    session = Session(configuration: configuration)
+                    session = Session(configuration: configuration, delegate: options.waitForNetwork ? NetworkWaitNotes(options: options) : nil)
                 }
                 if running >= window, let (done, result) = await group.next() { record(done, result) }
                 let current = session!
@@ -280,6 +286,16 @@ struct IncomingFolder {
     }
 
     func remove() { try? FileManager.default.removeItem(at: url) }
+}
+
+/// Says when a task waits for the network (`--wait-for-network`), once per task.
+private final class NetworkWaitNotes: SessionDelegate {
+    let options: TransferOptions
+    init(options: TransferOptions) { self.options = options }
+
+    func session(_ session: Session, taskIsWaitingForConnectivity task: SessionTask) async {
+        options.note("waiting for the network: \(task.waitingReason?.message ?? "no network") (\(task.originalRequest.url.redactedForLogs))")
+    }
 }
 
 /// Files finished so far, counted from the batch's event loop and the session's tasks.

@@ -74,7 +74,7 @@ struct Put: AsyncParsableCommand {
             resourceTimeout: options.maxTime, idleTimeout: options.timeout, retry: options.retryPolicy)
         let bar = ProgressBar(label: source.lastPathComponent, enabled: !options.quiet)
         let observer = CLIObserver(bar: bar, refuseErrorStatuses: false)
-        let outcome = try await runInterruptibly(transfer, observer: observer, configuration: options.engineConfiguration())
+        let outcome = try await runInterruptibly(transfer, observer: observer, options: options)
         switch outcome {
         case .failure(let error):
             bar.stop()

@@ -1,5 +1,6 @@
 import FerryCore
 import FerryEngine
+import FerryNetwork
 import FerryProtocol
 import Foundation
 
@@ -7,7 +8,7 @@ extension Daemon {
     /// Error codes of attempts that could not reach their host: their backoff is cut short
     /// when the network gets better.
     static let unreachableErrorCodes = [
-        FerryError.Code.cannotConnectToHost, .cannotFindHost, .networkConnectionLost, .timedOut, .secureConnectionFailed,
+        FerryError.Code.cannotConnectToHost, .notConnectedToInternet, .cannotFindHost, .networkConnectionLost, .timedOut, .secureConnectionFailed,
     ].map(\.description)
 
     /// The monitor's new reading. When more routes are usable than before, tasks backing off

@@ -1,5 +1,6 @@
 import FerryCore
 public import FerryEngine
+import FerryNetwork
 import FerryProtocol
 public import FerryStore
 public import Foundation

@@ -1,4 +1,5 @@
 public import FerryCore
+public import FerryNetwork
 public import Foundation
 
 /// ferryd's settings: where its files are and the limits it keeps. `ferryd` fills the paths

@@ -3,6 +3,7 @@
 import ArgumentParser
 import FerryApps
 import FerryDaemon
+import FerryNetwork
 import FerryStore
 import FerrySystem
 import Foundation
@@ -72,8 +73,8 @@ struct Ferryd: AsyncParsableCommand {
         var configuration = DaemonConfiguration(socketURL: paths.socketURL, storeURL: paths.storeURL, dataDirectory: paths.dataDirectory)
         configuration.globalTaskLimit = globalTaskLimit
         configuration.networkMonitoring = try Self.networkMonitoring(networkMonitor ?? environment["FERRYD_NETWORK_MONITOR"])
-        configuration.networkInterfaceClasses = Self.interfaceClasses(environment)
-        configuration.networkManagerBusAddress = Self.networkManagerBus(environment, default: configuration.networkManagerBusAddress)
+        configuration.networkInterfaceClasses = NetworkInterfaceClasses(environment: environment)
+        configuration.networkManagerBusAddress = NetworkWatch.networkManagerBus(environment, default: configuration.networkManagerBusAddress)
         if let power = environment["FERRYD_POWER_SUPPLY_DIR"] { configuration.powerSupplyDirectory = URL(fileURLWithPath: power) }
         let store = try FerryStore(path: paths.storeURL.path, logger: Logger(label: "ferryd.store"))
         let registry = AppRegistry(paths: paths)
@@ -131,27 +132,6 @@ struct Ferryd: AsyncParsableCommand {
         if text == "poll" { return .polling(interval: 2) }
         if text.hasPrefix("poll:"), let seconds = Double(text.dropFirst(5)), seconds > 0 { return .polling(interval: seconds) }
         throw ValidationError("network monitor '\(text)': expected netlink, poll, poll:SECONDS or off")
-    }
-
-    /// Where NetworkManager is asked which links are metered: the system bus
-    /// (`DBUS_SYSTEM_BUS_ADDRESS`, else its usual socket); `FERRYD_NETWORK_MANAGER=off` asks nobody.
-    static func networkManagerBus(_ environment: [String: String], default systemBus: String?) -> String? {
-        if environment["FERRYD_NETWORK_MANAGER"] == "off" { return nil }
-        guard let address = environment["DBUS_SYSTEM_BUS_ADDRESS"], !address.isEmpty else { return systemBus }
-        return address
-    }
-
-    /// `FERRYD_CELLULAR_INTERFACES`, `FERRYD_EXPENSIVE_INTERFACES`, `FERRYD_CONSTRAINED_INTERFACES`:
-    /// comma-separated name patterns (docs/ferryd.md).
-    static func interfaceClasses(_ environment: [String: String]) -> NetworkInterfaceClasses {
-        func patterns(_ name: String) -> [String]? {
-            environment[name].map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } }
-        }
-        var classes = NetworkInterfaceClasses()
-        if let cellular = patterns("FERRYD_CELLULAR_INTERFACES") { classes.cellular = cellular }
-        if let expensive = patterns("FERRYD_EXPENSIVE_INTERFACES") { classes.expensive = expensive }
-        if let constrained = patterns("FERRYD_CONSTRAINED_INTERFACES") { classes.constrained = constrained }
-        return classes
     }
 
     /// `HOST:PORT` (`[::1]:9464` for IPv6).

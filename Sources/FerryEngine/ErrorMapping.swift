@@ -51,11 +51,17 @@ extension FerryError {
             if error.dnsAError != nil || error.dnsAAAAError != nil, error.connectionErrors.isEmpty {
                 return FerryError(.cannotFindHost, "the host name \(url.host ?? "") did not resolve", url: url, underlying: error)
             }
+            // Every address had no route (ENETUNREACH): the platform's "not connected".
+            if !error.connectionErrors.isEmpty, error.connectionErrors.allSatisfy({ ($0.error as? IOError)?.errnoCode == ENETUNREACH }) {
+                return FerryError(.notConnectedToInternet, "no network: no route to \(url.host ?? "the host")", url: url, underlying: error)
+            }
             return FerryError(.cannotConnectToHost, "could not connect to \(url.host ?? ""):\(url.port.map(String.init) ?? "default port")", url: url, underlying: error)
         }
         if let error = error as? IOError {
             switch error.errnoCode {
-            case ECONNREFUSED, EHOSTUNREACH, ENETUNREACH:
+            case ENETUNREACH:
+                return FerryError(.notConnectedToInternet, "no network: no route to \(url.host ?? "the host")", url: url, underlying: error)
+            case ECONNREFUSED, EHOSTUNREACH:
                 return FerryError(.cannotConnectToHost, "could not connect to \(url.host ?? ""): \(error.description)", url: url, underlying: error)
             case ECONNRESET, EPIPE:
                 return FerryError(.networkConnectionLost, "the connection was reset", url: url, underlying: error)

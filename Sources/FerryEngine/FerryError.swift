@@ -41,6 +41,10 @@ public struct FerryError: Error, Sendable, CustomStringConvertible {
         public static let cannotConnectToHost = Code("cannotConnectToHost")
         /// The host name did not resolve.
         public static let cannotFindHost = Code("cannotFindHost")
+        /// No network the session may use reaches the host, and the session does not wait for
+        /// one (`waitsForConnectivity`): no link with a route to it, or only links its settings
+        /// rule out (``FerryError/networkUnavailableReason`` says which).
+        public static let notConnectedToInternet = Code("notConnectedToInternet")
         /// The connection broke in the middle of the transfer.
         public static let networkConnectionLost = Code("networkConnectionLost")
         /// The server sent something that is not valid HTTP, or a body that does not match
@@ -92,6 +96,15 @@ public struct FerryError: Error, Sendable, CustomStringConvertible {
     /// For a cancelled or failed download that can continue: pass it to
     /// `downloadTask(withResumeData:)`.
     public var resumeData: Data?
+    /// For ``Code/notConnectedToInternet``: the kind of link the session's settings ruled out,
+    /// when one was there (nil: there was no link to the host at all).
+    public var networkUnavailableReason: NetworkUnavailableReason?
+
+    /// Links a session may rule out (`allowsCellularAccess`, `allowsExpensiveNetworkAccess`,
+    /// `allowsConstrainedNetworkAccess`), as `URLError.NetworkUnavailableReason` names them.
+    public enum NetworkUnavailableReason: String, Sendable, Hashable {
+        case cellular, expensive, constrained
+    }
 
     public init(
         _ code: Code,
@@ -124,7 +137,7 @@ public struct FerryError: Error, Sendable, CustomStringConvertible {
     /// broke an exchange that had begun; everything else is permanent.
     public func attemptOutcome(responseArrived: Bool, bodyDelivered: Bool) -> AttemptOutcome {
         switch code {
-        case .cannotConnectToHost, .cannotFindHost, .secureConnectionFailed:
+        case .cannotConnectToHost, .notConnectedToInternet, .cannotFindHost, .secureConnectionFailed:
             return .notConnected
         case .networkConnectionLost where !responseArrived && !bodyDelivered:
             return .closedBeforeResponse

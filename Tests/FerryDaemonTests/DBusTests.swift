@@ -1,4 +1,5 @@
 @testable import FerryDaemon
+@testable import FerryNetwork
 import FerryTestSupport
 import Foundation
 import Testing

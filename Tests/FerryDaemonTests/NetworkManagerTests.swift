@@ -1,5 +1,6 @@
 import FerryCore
 @testable import FerryDaemon
+@testable import FerryNetwork
 import FerryProtocol
 import FerryTestSupport
 import Foundation

@@ -27,6 +27,19 @@ struct URLSessionSpellingTests {
         }
     }
 
+    @Test("notConnectedToInternet as URLError: its code and networkUnavailableReason under the platform's key")
+    func notConnectedAsURLError() {
+        var ruledOut = FerryError(.notConnectedToInternet, "the route is over expensive link wwan0", url: URL(string: "http://example.com/a")!)
+        ruledOut.networkUnavailableReason = .expensive
+        let error = URLError(ruledOut)
+        #expect(error.code == .notConnectedToInternet)
+        #expect(error.networkUnavailableReason == .expensive)
+        #expect(error.userInfo[NSURLErrorNetworkUnavailableReasonKey] as? Int == 1)
+        let noLink = URLError(FerryError(.notConnectedToInternet, "no route", url: URL(string: "http://example.com/a")!))
+        #expect(noLink.code == .notConnectedToInternet)
+        #expect(noLink.networkUnavailableReason == nil)
+    }
+
     @Test("URLRequest's idioms: httpMethod, setValue(_:forHTTPHeaderField:), httpBody, allHTTPHeaderFields")
     func requestIdioms() async throws {
         try await withServer { server in

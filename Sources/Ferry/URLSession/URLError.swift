@@ -8,6 +8,9 @@ public import Foundation
 
 /// The `userInfo` key of a failed download's resume data.
 public let NSURLSessionDownloadTaskResumeData = "NSURLSessionDownloadTaskResumeData"
+/// The `userInfo` key of the kind of link a session's settings ruled out (an `Int`, a
+/// ``URLError/NetworkUnavailableReason`` raw value), in a `notConnectedToInternet` error.
+public let NSURLErrorNetworkUnavailableReasonKey = "NSURLErrorNetworkUnavailableReasonKey"
 /// The `userInfo` key of why a background task was cancelled.
 public let NSURLErrorBackgroundTaskCancelledReasonKey = "NSURLErrorBackgroundTaskCancelledReasonKey"
 
@@ -17,6 +20,14 @@ extension URLError {
         case userForceQuitApplication = 0
         case backgroundUpdatesDisabled = 1
         case insufficientSystemResources = 2
+    }
+
+    /// The kind of link a session ruled out (`allowsCellularAccess`, `allowsExpensiveNetworkAccess`,
+    /// `allowsConstrainedNetworkAccess`) when that is why a task failed with `.notConnectedToInternet`.
+    public enum NetworkUnavailableReason: Int, Sendable {
+        case cellular = 0
+        case expensive = 1
+        case constrained = 2
     }
 
     /// The platform's error for a Ferry error: its code by meaning, the failing URL, a
@@ -31,6 +42,14 @@ extension URLError {
         var info: [String: Any] = [NSLocalizedDescriptionKey: error.message, NSUnderlyingErrorKey: error]
         if let url = error.failingURL { info[NSURLErrorFailingURLErrorKey] = url }
         if let resumeData = error.resumeData { info[NSURLSessionDownloadTaskResumeData] = resumeData }
+        if let reason = error.networkUnavailableReason {
+            let platform: NetworkUnavailableReason = switch reason {
+            case .cellular: .cellular
+            case .expensive: .expensive
+            case .constrained: .constrained
+            }
+            info[NSURLErrorNetworkUnavailableReasonKey] = platform.rawValue
+        }
         self.init(Self.code(for: error.code), userInfo: info)
     }
 
@@ -38,7 +57,7 @@ extension URLError {
     static func code(for code: FerryError.Code) -> Code {
         let codes: [FerryError.Code: Code] = [
             .cancelled: .cancelled, .timedOut: .timedOut, .badURL: .badURL, .unsupportedURL: .unsupportedURL,
-            .cannotConnectToHost: .cannotConnectToHost, .cannotFindHost: .cannotFindHost,
+            .cannotConnectToHost: .cannotConnectToHost, .cannotFindHost: .cannotFindHost, .notConnectedToInternet: .notConnectedToInternet,
             .networkConnectionLost: .networkConnectionLost, .badServerResponse: .badServerResponse,
             .httpTooManyRedirects: .httpTooManyRedirects, .secureConnectionFailed: .secureConnectionFailed,
             .serverCertificateUntrusted: .serverCertificateUntrusted,
@@ -54,6 +73,12 @@ extension URLError {
 
     /// A download's resume data, when it can continue (`cancel(byProducingResumeData:)`, a lost connection).
     public var downloadTaskResumeData: Data? { userInfo[NSURLSessionDownloadTaskResumeData] as? Data }
+
+    /// Why a `.notConnectedToInternet` task could not use the link there was
+    /// (`NSURLErrorNetworkUnavailableReasonKey`); nil when there was no link to its host.
+    public var networkUnavailableReason: NetworkUnavailableReason? {
+        (userInfo[NSURLErrorNetworkUnavailableReasonKey] as? Int).flatMap(NetworkUnavailableReason.init(rawValue:))
+    }
 
     public var backgroundTaskCancelledReason: BackgroundTaskCancelledReason? {
         (userInfo[NSURLErrorBackgroundTaskCancelledReasonKey] as? Int).flatMap(BackgroundTaskCancelledReason.init(rawValue:))

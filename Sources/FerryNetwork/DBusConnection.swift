@@ -12,7 +12,7 @@ import Glibc
 /// defer { bus.close() }
 /// let reply = try bus.call(.busCall("GetNameOwner", [.string("org.freedesktop.NetworkManager")]), timeout: 2)
 /// ```
-final class DBusConnection {
+package final class DBusConnection {
     /// The socket: readable when a message may have come (for the owner's `poll`).
     let fd: Int32
     /// The name the bus gave this connection (`:1.42`).
@@ -26,7 +26,7 @@ final class DBusConnection {
     private var queue: [DBusMessage] = []
 
     /// The system bus: `DBUS_SYSTEM_BUS_ADDRESS`'s default.
-    static let systemBusAddress = "unix:path=/run/dbus/system_bus_socket"
+    package static let systemBusAddress = "unix:path=/run/dbus/system_bus_socket"
 
     /// Connects to the first address of `address` that answers, authenticates as this
     /// process's user and says `Hello`, all within `timeout` seconds.

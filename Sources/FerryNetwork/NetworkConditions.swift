@@ -1,18 +1,25 @@
-import FerryCore
-import FerryProtocol
+package import FerryCore
+import Foundation
+package import FerryProtocol
 
 /// The network and power as the scheduler sees them, and its one question: may a task of a
 /// session with this ``NetworkAccess`` start against this host now, or what does it wait for?
-struct NetworkConditions: Hashable, Sendable {
+package struct NetworkConditions: Hashable, Sendable {
     /// nil until the monitor's first reading (or with the monitor off): every host is reachable.
-    var path: NetworkPath?
-    var isOnMains = true
+    package var path: NetworkPath?
+    package var isOnMains = true
     /// What the reading came from (`netlink`, `proc`; `+networkmanager` when NetworkManager
     /// said which links are metered), for status.
-    var source = "none"
+    package var source = "none"
+
+    package init(path: NetworkPath? = nil, isOnMains: Bool = true, source: String = "none") {
+        self.path = path
+        self.isOnMains = isOnMains
+        self.source = source
+    }
 
     /// For `status`: nil before the first reading.
-    var status: NetworkStatus? {
+    package var status: NetworkStatus? {
         guard let path else { return nil }
         let links = path.links.values.filter { $0.isUp && !$0.isLoopback }.sorted { $0.name < $1.name }.map {
             NetworkStatus.Link(name: $0.name, isExpensive: $0.isExpensive, isConstrained: $0.isConstrained, isCellular: $0.isCellular)
@@ -21,7 +28,7 @@ struct NetworkConditions: Hashable, Sendable {
     }
 
     /// Why a task to `host` may not start, or nil when it may.
-    func hold(host: String, access: NetworkAccess) -> WaitingReason? {
+    package func hold(host: String, access: NetworkAccess) -> WaitingReason? {
         guard let path else { return nil }
         guard let link = path.link(toward: host) else {
             return WaitingReason(kind: .noNetwork, host: host, message: "no network: no link that is up has a route to \(host)")
@@ -74,4 +81,20 @@ public enum NetworkMonitoring: Hashable, Sendable {
     case polling(interval: Double)
     /// No monitor: every host counts as reachable.
     case off
+}
+
+extension NetworkInterfaceClasses {
+    /// The classes this machine's user set for ferryd and for in-process sessions alike:
+    /// `FERRYD_CELLULAR_INTERFACES`, `FERRYD_EXPENSIVE_INTERFACES`, `FERRYD_CONSTRAINED_INTERFACES`,
+    /// each comma-separated name patterns (docs/ferryd.md, "Network"); a variable left out keeps
+    /// its default.
+    public init(environment: [String: String]) {
+        func patterns(_ name: String) -> [String]? {
+            environment[name].map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } }
+        }
+        self.init()
+        if let cellular = patterns("FERRYD_CELLULAR_INTERFACES") { self.cellular = cellular }
+        if let expensive = patterns("FERRYD_EXPENSIVE_INTERFACES") { self.expensive = expensive }
+        if let constrained = patterns("FERRYD_CONSTRAINED_INTERFACES") { self.constrained = constrained }
+    }
 }

@@ -1,75 +1,71 @@
-import Foundation
+package import Foundation
 import Glibc
-import Logging
-import ServiceLifecycle
+package import Logging
 
-/// Follows the network namespace's links and routes (and the power supply) and hands each
-/// reading that differs from the last to the daemon (`Daemon.networkChanged(_:)`).
-struct NetworkMonitorService: Service {
-    let daemon: Daemon
-
-    func run() async {
-        let watch = NetworkWatch(
-            monitoring: daemon.configuration.networkMonitoring, classes: daemon.configuration.networkInterfaceClasses,
-            networkManagerBus: daemon.configuration.networkManagerBusAddress,
-            powerSupply: daemon.configuration.powerSupplyDirectory, logger: daemon.logger)
-        if daemon.configuration.networkMonitoring == .off { daemon.networkRead.signal() }  // no reading will come
-        await cancelWhenGracefulShutdown {
-            await withTaskCancellationHandler {
-                for await conditions in watch.readings { await daemon.networkChanged(conditions) }
-            } onCancel: {
-                watch.stop()
-            }
-        }
-    }
-}
-
-/// The watcher's thread: netlink reads and `poll` block, so they run on a thread of their own,
-/// never on Swift concurrency's pool. It reads once at start, then after each change
-/// notification (50 ms later, so a burst of changes is read once), and every
-/// `recheckInterval` anyway (power changes, a lost notification). Polling mode reads every
-/// interval. NetworkManager's metered devices come from a thread of their own
-/// (``NetworkManagerWatch``), whose news is a change notification like netlink's. `stop()`
-/// ends the threads and the stream.
-final class NetworkWatch: Sendable {
-    let readings: AsyncStream<NetworkConditions>
-    private let continuation: AsyncStream<NetworkConditions>.Continuation
+/// Follows the network namespace's links and routes (and the power supply) on a thread of its
+/// own and hands each reading that differs from the last to `publish`, on that thread: ferryd's
+/// scheduler (`NetworkMonitorService`) and an app's in-process sessions (``NetworkGate``) both
+/// read the network this way.
+///
+/// Netlink reads and `poll` block, so they run on a thread of their own, never on Swift
+/// concurrency's pool. It reads once at start, then after each change notification (50 ms
+/// later, so a burst of changes is read once), and every `recheckInterval` anyway (power
+/// changes, a lost notification). Polling mode reads every interval. NetworkManager's metered
+/// devices come from a thread of their own (``NetworkManagerWatch``), whose news is a change
+/// notification like netlink's. `stop()` ends the threads.
+///
+/// ```swift
+/// let watch = NetworkWatch(monitoring: .automatic, classes: .fromEnvironment(), networkManagerBus: nil,
+///                          powerSupply: PowerSupply.systemDirectory, logger: logger) { conditions in
+///     print(conditions.path?.hasDefaultRoute ?? true)
+/// }
+/// defer { watch.stop() }
+/// ```
+package final class NetworkWatch: Sendable {
     /// Written to stop the thread (a pipe: `poll` waits on it beside the netlink socket).
     private let stopPipe: (read: Int32, write: Int32)
 
-    /// With netlink, how often ferryd reads anyway.
+    /// With netlink, how often the watch reads anyway.
     static let recheckInterval = 10.0
 
     /// How long the first reading waits for NetworkManager's first answer (a bus that is there
     /// answers in milliseconds; one that is not fails at once).
     static let networkManagerWait: Int32 = 1000
 
-    init(monitoring: NetworkMonitoring, classes: NetworkInterfaceClasses, networkManagerBus: String?, powerSupply: URL, logger: Logger) {
-        (readings, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
+    /// Starts the thread (none with `.off`: nothing is ever published).
+    package init(
+        monitoring: NetworkMonitoring, classes: NetworkInterfaceClasses, networkManagerBus: String?, powerSupply: URL, logger: Logger,
+        threadName: String = "ferry network monitor", publish: @escaping @Sendable (NetworkConditions) -> Void
+    ) {
         stopPipe = monitoring == .off ? (-1, -1) : wakeUpPipe() ?? (-1, -1)
         guard monitoring != .off, stopPipe.read >= 0 else {
             if monitoring != .off { logger.error("no network monitor: cannot make its pipe", metadata: ["errno": "\(errno)"]) }
-            return  // the stream stays open until stop(): a service that ends would stop ferryd
+            return
         }
-        let (continuation, stopFD) = (self.continuation, stopPipe.read)
+        let stopFD = stopPipe.read
         let thread = Thread {
             let manager = networkManagerBus.flatMap { NetworkManagerWatch(address: $0, logger: logger) }
-            Self.watch(monitoring, classes: classes, manager: manager, powerSupply: powerSupply, stop: stopFD, logger: logger) {
-                continuation.yield($0)
-            }
+            Self.watch(monitoring, classes: classes, manager: manager, powerSupply: powerSupply, stop: stopFD, logger: logger, publish: publish)
             manager?.stop()
             close(stopFD)
         }
-        thread.name = "ferryd network monitor"
+        thread.name = threadName
         thread.start()
     }
 
-    func stop() {
+    /// Where NetworkManager is asked which links are metered: the system bus
+    /// (`DBUS_SYSTEM_BUS_ADDRESS`, else its usual socket); `FERRYD_NETWORK_MANAGER=off` asks nobody.
+    package static func networkManagerBus(_ environment: [String: String], default systemBus: String? = DBusConnection.systemBusAddress) -> String? {
+        if environment["FERRYD_NETWORK_MANAGER"] == "off" { return nil }
+        guard let address = environment["DBUS_SYSTEM_BUS_ADDRESS"], !address.isEmpty else { return systemBus }
+        return address
+    }
+
+    package func stop() {
         if stopPipe.write >= 0 {
             var byte: UInt8 = 1
             _ = write(stopPipe.write, &byte, 1)
         }
-        continuation.finish()
     }
 
     deinit {

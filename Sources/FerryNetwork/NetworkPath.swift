@@ -3,48 +3,48 @@ import Glibc
 /// What ferryd knows of its network namespace: the links and the routes over them. A value,
 /// read whole from the kernel (netlink, or /proc when polling) each time something changes,
 /// so a missed notification costs a delay, never a wrong state.
-struct NetworkPath: Hashable, Sendable {
+package struct NetworkPath: Hashable, Sendable {
     /// A network interface and what ferryd makes of it.
-    struct Link: Hashable, Sendable {
-        var name: String
+    package struct Link: Hashable, Sendable {
+        package var name: String
         /// Administratively up and with a carrier (`IFF_UP` and `IFF_RUNNING`).
-        var isUp: Bool
-        var isLoopback: Bool
+        package var isUp: Bool
+        package var isLoopback: Bool
         /// A WWAN link (the configuration's `cellularInterfaces`, `ww*` by default, or a
         /// NetworkManager modem).
-        var isCellular = false
+        package var isCellular = false
         /// Metered: cellular, named in the configuration's `expensiveInterfaces`, or metered
         /// by NetworkManager.
-        var isExpensive = false
+        package var isExpensive = false
         /// NetworkManager says it is metered (yes, or its guess of yes).
-        var isMeteredByNetworkManager = false
+        package var isMeteredByNetworkManager = false
         /// Named in the configuration's `constrainedInterfaces`.
-        var isConstrained = false
+        package var isConstrained = false
 
-        static let loopback = Link(name: "lo", isUp: true, isLoopback: true)
+        package static let loopback = Link(name: "lo", isUp: true, isLoopback: true)
     }
 
     /// A unicast route of the main table (or a local address of the local table).
-    struct Route: Hashable, Sendable {
+    package struct Route: Hashable, Sendable {
         /// 4 bytes for IPv4, 16 for IPv6; the prefix's bits, the rest zero.
-        var destination: [UInt8]
-        var prefixLength: Int
-        var link: String
+        package var destination: [UInt8]
+        package var prefixLength: Int
+        package var link: String
         /// Lower wins among routes of the same prefix length.
-        var metric: UInt32 = 0
+        package var metric: UInt32 = 0
         /// A route to one of this machine's own addresses: reached through loopback.
-        var isLocal = false
+        package var isLocal = false
 
-        var isDefault: Bool { prefixLength == 0 }
+        package var isDefault: Bool { prefixLength == 0 }
     }
 
-    var links: [String: Link] = [:]
-    var routes: [Route] = []
+    package var links: [String: Link] = [:]
+    package var routes: [Route] = []
 
     /// The link a connection to `host` would leave by, or nil when there is none that is up.
     /// An IP literal takes the longest matching route; a name (it must be resolved first)
     /// takes the best default route of either family. Loopback hosts always have a path.
-    func link(toward host: String) -> Link? {
+    package func link(toward host: String) -> Link? {
         let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
         if bare.lowercased() == "localhost" || bare.lowercased().hasSuffix(".localhost") { return .loopback }
         guard let address = Self.address(bare) else {
@@ -57,10 +57,10 @@ struct NetworkPath: Hashable, Sendable {
     }
 
     /// Whether a host name (not a literal) would find a link: the "online" of `ferry daemon status`.
-    var hasDefaultRoute: Bool { !usable(routes.filter(\.isDefault)).isEmpty }
+    package var hasDefaultRoute: Bool { !usable(routes.filter(\.isDefault)).isEmpty }
 
     /// The routes whose link is up (or that are local), as a set: what can be reached.
-    var usableRoutes: Set<Route> { Set(routes.filter { $0.isLocal || links[$0.link]?.isUp == true }) }
+    package var usableRoutes: Set<Route> { Set(routes.filter { $0.isLocal || links[$0.link]?.isUp == true }) }
 
     /// The routes whose link is up, best first: longest prefix, then lowest metric.
     private func usable(_ candidates: [Route]) -> [Route] {

@@ -4,7 +4,10 @@ import Foundation
 /// reads): on mains when a `Mains`/`USB` supply is online, or when there is no battery at all
 /// (a desktop or a server). Discretionary tasks wait while this is false.
 enum PowerSupply {
-    static func isOnMains(root: URL = URL(fileURLWithPath: "/sys/class/power_supply")) -> Bool {
+    /// Where the kernel lists the machine's power supplies.
+    static let systemDirectory = URL(fileURLWithPath: "/sys/class/power_supply")
+
+    static func isOnMains(root: URL = systemDirectory) -> Bool {
         let supplies = (try? FileManager.default.contentsOfDirectory(at: root, includingPropertiesForKeys: nil)) ?? []
         var hasBattery = false
         for supply in supplies {
