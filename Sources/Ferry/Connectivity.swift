@@ -1,3 +1,4 @@
+import FerryCore
 package import FerryEngine
 package import FerryNetwork
 package import FerryProtocol
@@ -27,8 +28,7 @@ extension ConnectivityRequirement {
         }
         var admitted = transfer
         if let timeout = transfer.resourceTimeout {
-            let waited = ContinuousClock.now - start
-            admitted.resourceTimeout = max(0.001, timeout - Double(waited.components.seconds) - Double(waited.components.attoseconds) / 1e18)
+            admitted.resourceTimeout = max(0.001, timeout - (ContinuousClock.now - start).timeInterval)
         }
         return admitted
     }

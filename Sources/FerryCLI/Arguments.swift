@@ -114,13 +114,15 @@ struct TransferOptions: ParsableArguments {
 
     /// What the network options ask before a transfer connects (nil: nothing, the default).
     var connectivity: ConnectivityRequirement? {
-        ConnectivityRequirement(access: networkAccess, waitsForConnectivity: waitForNetwork)
+        let access = networkAccess
+        return ConnectivityRequirement(access: access, waitsForConnectivity: access.waitsForConnectivity)
     }
 
+    /// The network options as a session's settings (the one place the flags are read).
     var networkAccess: NetworkAccess {
         NetworkAccess(
-            allowsExpensiveNetworkAccess: !noExpensiveNetwork, allowsConstrainedNetworkAccess: !noConstrainedNetwork,
-            allowsCellularAccess: !noCellular)
+            waitsForConnectivity: waitForNetwork, allowsExpensiveNetworkAccess: !noExpensiveNetwork,
+            allowsConstrainedNetworkAccess: !noConstrainedNetwork, allowsCellularAccess: !noCellular)
     }
 
     /// Notes for the user (suppressed by --quiet).

@@ -173,14 +173,15 @@ struct GetMany {
                     configuration.timeoutIntervalForRequest = options.timeout
                     if let maxTime = options.maxTime { configuration.timeoutIntervalForResource = maxTime }
                     configuration.retryPolicy = options.retryPolicy
-                    configuration.waitsForConnectivity = options.waitForNetwork
-                    configuration.allowsExpensiveNetworkAccess = !options.noExpensiveNetwork
-                    configuration.allowsConstrainedNetworkAccess = !options.noConstrainedNetwork
-                    configuration.allowsCellularAccess = !options.noCellular
+                    let access = options.networkAccess
+                    configuration.waitsForConnectivity = access.waitsForConnectivity
+                    configuration.allowsExpensiveNetworkAccess = access.allowsExpensiveNetworkAccess
+                    configuration.allowsConstrainedNetworkAccess = access.allowsConstrainedNetworkAccess
+                    configuration.allowsCellularAccess = access.allowsCellularAccess
                     let made = IncomingFolder(in: folder)
                     configuration.downloadDirectory = made.url
                     partials = made
-                    session = Session(configuration: configuration, delegate: options.waitForNetwork ? NetworkWaitNotes(options: options) : nil)
+                    session = Session(configuration: configuration, delegate: access.waitsForConnectivity ? NetworkWaitNotes(options: options) : nil)
                 }
                 if running >= window, let (done, result) = await group.next() { record(done, result) }
                 let current = session!

@@ -15,8 +15,8 @@ import Synchronization
 /// }
 /// ```
 package struct ConnectivityRequirement: Sendable {
+    /// The session's settings, its `waitsForConnectivity` among them.
     package let access: NetworkAccess
-    package let waits: Bool
 
     /// Nil when there is nothing to ask: every link allowed and no waiting (a task then
     /// connects at once, and no monitor runs for it).
@@ -24,13 +24,13 @@ package struct ConnectivityRequirement: Sendable {
         var access = access
         access.isDiscretionary = false
         access.waitsForConnectivity = waitsForConnectivity
-        guard waitsForConnectivity || access != .unrestricted.with(waitsForConnectivity: false) else { return nil }
+        guard access != .unrestricted else { return nil }
         self.access = access
-        waits = waitsForConnectivity
     }
 
     /// Returns once the network lets a transfer to `host` start. When it does not: throws
-    /// ``ConnectivityFailure/unavailable(_:)`` at once, or with `waits` calls `waiting` once
+    /// ``ConnectivityFailure/unavailable(_:)`` at once, or when the session waits for
+    /// connectivity calls `waiting` once
     /// and waits for a reading that lets it start, for at most `limit` (then
     /// ``ConnectivityFailure/timedOut(_:)``) or until the task is cancelled (`CancellationError`).
     package func admit(
@@ -42,7 +42,7 @@ package struct ConnectivityRequirement: Sendable {
             try Task.checkCancellation()
             let (reason, generation) = await gate.hold(host: host, access: access)
             guard let reason else { return }
-            guard waits else { throw ConnectivityFailure.unavailable(reason) }
+            guard access.waitsForConnectivity else { throw ConnectivityFailure.unavailable(reason) }
             if !told {
                 told = true
                 await waiting(reason)
@@ -59,14 +59,6 @@ package enum ConnectivityFailure: Error, Sendable {
     case unavailable(WaitingReason)
     /// The session waited for it longer than the task's resource time-out.
     case timedOut(WaitingReason)
-}
-
-extension NetworkAccess {
-    func with(waitsForConnectivity: Bool) -> NetworkAccess {
-        var copy = self
-        copy.waitsForConnectivity = waitsForConnectivity
-        return copy
-    }
 }
 
 /// The network as an app's in-process sessions see it: one ``NetworkWatch`` for the process
@@ -98,11 +90,11 @@ package final class NetworkGate: Sendable {
     /// Why `access` keeps a transfer to `host` from starting now (nil: it may start), with the
     /// reading's number for ``nextReading(after:until:)``.
     func hold(host: String, access: NetworkAccess) async -> (WaitingReason?, Int) {
-        let started = state.withLock { state -> Bool in
-            defer { if state.watch == nil { state.watch = makeWatch() } }
-            return state.watch != nil
+        let firstReadingDue = state.withLock { state -> Bool in
+            if state.watch == nil { state.watch = makeWatch() }
+            return state.generation == 0
         }
-        if !started || state.withLock({ $0.generation == 0 }) {
+        if firstReadingDue {
             await nextReading(after: 0, until: ContinuousClock.now + Self.firstReadingWait)
         }
         return state.withLock { ($0.conditions?.hold(host: host, access: access), $0.generation) }
