@@ -45,14 +45,16 @@ struct InProcessRunner: TaskRunner {
     func start(_ task: SessionTask, generation: Int, isFirst: Bool) {
         let handle = RunHandle()
         task.lock.withLockedValue { $0.run = handle }
-        guard let run = task.session.delegateQueue.spawn({ await self.run(task, generation: generation) }) else {
+        guard let run = task.session.delegateQueue.spawn({ await self.run(task, generation: generation, handle: handle) }) else {
             task.finish(error: FerryError(.cancelled, "the session was invalidated", url: task.originalRequest.url), generation: generation)
             return
         }
         handle.attach(run)
     }
 
-    private func run(_ task: SessionTask, generation: Int) async {
+    /// Run `generation` of `task`, in the task `handle` holds: the transfer's own, so the
+    /// engine's time-outs stop it through the handle.
+    private func run(_ task: SessionTask, generation: Int, handle: RunHandle) async {
         let observer = TaskObserver(task: task)
         var transfer: Transfer?
         do {
@@ -62,7 +64,7 @@ struct InProcessRunner: TaskRunner {
             }
             if let connectivity { made = try await connectivity.admit(made, task: task, observer: observer) }
             transfer = made
-            let result = try await engine.run(made, observer: observer)
+            let result = try await engine.run(made, observer: observer, cancellingWith: { handle.stop() })
             task.lock.withLockedValue { $0.response = result.response }
             guard task.isCurrent(generation) else { return }
             await task.didFinishTransfer(result)

@@ -133,6 +133,34 @@ public final class TransferEngine: Sendable {
     /// Runs `transfer` to its end: the final response and where its body went, or a
     /// ``FerryError``. Cancel the calling task to cancel the transfer.
     public func run(_ transfer: Transfer, observer: any TransferObserver = NoObserver()) async throws -> TransferResult {
+        let host = try Self.host(of: transfer)
+        let progress = TransferProgress(observer: observer)
+        // The transfer runs as a task of its own, so that the engine's watch can end it alone
+        // (and say why); cancelling the caller cancels it too.
+        let work = Task {
+            try await self.runAdmitted(transfer, host: host, observer: observer, progress: progress)
+        }
+        return try await watched(transfer, progress: progress, cancel: { work.cancel() }) {
+            try await withTaskCancellationHandler { try await work.value } onCancel: { work.cancel() }
+        }
+    }
+
+    /// Runs `transfer` to its end in the calling task, which is the transfer's alone: `cancel`
+    /// cancels that task, and a time-out calls it. A session's run is such a task; a task made
+    /// for each transfer cost a small download one more task and two thread hops.
+    package func run(
+        _ transfer: Transfer, observer: any TransferObserver, cancellingWith cancel: @escaping @Sendable () -> Void
+    ) async throws -> TransferResult {
+        let host = try Self.host(of: transfer)
+        let progress = TransferProgress(observer: observer)
+        return try await watched(transfer, progress: progress, cancel: cancel) {
+            try await self.runAdmitted(transfer, host: host, observer: observer, progress: progress)
+        }
+    }
+
+    /// The host a transfer connects to; its URL refused when it has none or names a scheme
+    /// other than http and https.
+    private static func host(of transfer: Transfer) throws(FerryError) -> String {
         let url = transfer.request.url
         guard let scheme = url.scheme?.lowercased() else {
             throw FerryError(.badURL, "the URL has no scheme", url: url)
@@ -143,29 +171,37 @@ public final class TransferEngine: Sendable {
         guard let host = url.host, !host.isEmpty else {
             throw FerryError(.badURL, "the URL has no host", url: url)
         }
-        let progress = TransferProgress(observer: observer)
+        return host
+    }
+
+    /// The transfer's work, once its host's turn came: before any of it, so that a transfer
+    /// queued behind `maximumConnectionsPerHost` holds this frame only, not its whole call
+    /// chain suspended in `attempt` (about 20 KiB each, with thousands queued).
+    private func runAdmitted(_ transfer: Transfer, host: String, observer: any TransferObserver, progress: TransferProgress) async throws -> TransferResult {
+        let admitted = try await limiter.admit(host: host)
+        defer { admitted.releaseIfUnused() }
+        return try await runThroughCache(transfer, observer: observer, progress: progress, admitted: admitted)
+    }
+
+    /// `work` under the engine's watch: `cancel` ends it when it stalls or outlives its
+    /// deadline, and its error is then the time-out's.
+    private func watched(
+        _ transfer: Transfer, progress: TransferProgress, cancel: @escaping @Sendable () -> Void,
+        _ work: () async throws -> TransferResult
+    ) async throws -> TransferResult {
+        let url = transfer.request.url
         let idle = transfer.idleTimeout ?? configuration.idleTimeout
         let deadline = transfer.resourceTimeout.map { ContinuousClock.now + .milliseconds(Int64($0 * 1000)) }
-        // The transfer runs as a task of its own, so that the engine's watch can end it alone
-        // (and say why); cancelling the caller cancels it too.
-        let work = Task {
-            // Its host's turn first, before any of the transfer's work: a transfer queued
-            // behind `maximumConnectionsPerHost` holds this closure's frame only, not its
-            // whole call chain suspended in `attempt` (about 20 KiB each, with thousands queued).
-            let admitted = try await self.limiter.admit(host: host)
-            defer { admitted.releaseIfUnused() }
-            return try await self.runThroughCache(transfer, observer: observer, progress: progress, admitted: admitted)
-        }
         let timedOut = NIOLockedValueBox<FerryError?>(nil)
         let watch = timeouts.watch(TransferTimeouts.Watched(
             progress: progress, idle: .milliseconds(Int64(idle * 1000)), deadline: deadline, url: url
         ) { error in
             timedOut.withLockedValue { $0 = error }
-            work.cancel()
+            cancel()
         })
         defer { timeouts.unwatch(watch) }
         do {
-            return try await withTaskCancellationHandler { try await work.value } onCancel: { work.cancel() }
+            return try await work()
         } catch {
             let mapped = timedOut.withLockedValue { $0 } ?? FerryError.from(error, url: url)
             logger.debug("transfer failed", metadata: ["url": "\(url.redactedForLogs)", "error": "\(mapped.shortDescription)"])

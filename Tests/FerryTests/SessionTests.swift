@@ -132,6 +132,41 @@ struct SessionTests {
         }
     }
 
+    @Test("a time-out ends its own task alone: the one beside it in the session completes, and a resource time-out says so")
+    func timeoutEndsItsTaskAlone() async throws {
+        try await withServer { server in
+            // The engine runs a session's transfer in the session's own run task and stops that
+            // task when the transfer times out: the other run must not be touched.
+            let session = Session(configuration: .ephemeral)
+            var stalled = Request(url: server.url("/slow-headers/2500"))
+            stalled.timeoutInterval = 0.5
+            async let timedOut: (Data, Response) = session.data(for: stalled)
+            async let beside: (Data, Response) = session.data(for: Request(url: server.url("/delay/1500")))
+            do {
+                _ = try await timedOut
+                Issue.record("expected the stalled request to time out")
+            } catch let error as FerryError {
+                #expect(error.code == .timedOut)
+            }
+            let (body, response) = try await beside
+            #expect(response.statusCode == 200)
+            #expect(String(decoding: body, as: UTF8.self) == "ok")
+            session.invalidateAndCancel()
+
+            var configuration = Configuration.ephemeral
+            configuration.timeoutIntervalForResource = 0.5
+            let bounded = Session(configuration: configuration)
+            do {
+                _ = try await bounded.data(for: Request(url: server.url("/delay/2500")))
+                Issue.record("expected the resource time-out")
+            } catch let error as FerryError {
+                #expect(error.code == .timedOut)
+                #expect(error.message.contains("timeoutIntervalForResource"))
+            }
+            bounded.invalidateAndCancel()
+        }
+    }
+
     @Test("bytes(for:) streams the body at the reader's pace")
     func bytesStream() async throws {
         try await withServer { server in
