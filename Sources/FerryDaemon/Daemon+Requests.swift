@@ -36,6 +36,8 @@ extension Daemon {
             // No event may follow the reply: delivery stops before it is queued (live sends too).
             if owner(of: invalidate.sessionIdentifier) == connection.id { update(invalidate.sessionIdentifier) { $0.stopDelivery() } }
             return .invalidated(SessionReference(sessionIdentifier: invalidate.sessionIdentifier))
+        case .answerChallenge(let reply):
+            return try answerChallenge(reply, from: connection)
         case .taken(let taken):  // the connection's handler answers these itself; the same here
             connection.took(taken.count, of: taken.sessionIdentifier)
             return .taken(taken)

@@ -54,6 +54,8 @@ public actor Daemon {
     var announcedWaiting: Set<TaskKey> = []
     /// Jobs for the work service (`schedule(_:)`), waiting in its lanes.
     let work = JobLanes()
+    /// Authentication challenges waiting for their apps' answers.
+    let challenges = PendingChallenges()
     /// Sessions whose stored events the delivery service pushes or launches an app for.
     let deliveries: AsyncStream<String>
     let deliveryQueue: AsyncStream<String>.Continuation
@@ -191,6 +193,7 @@ public actor Daemon {
     /// A disconnect (close, crash) frees every session the connection owned.
     func disconnected(_ connection: ClientConnection) async {
         connections[connection.id] = nil
+        challenges.connectionClosed(connection.id)
         for session in Array(sessions.keys) where update(session, { $0.disconnect(connection.id) }) {
             connection.logger.info("session released", metadata: ["session": "\(session)"])
             deliver(session)  // events stored from now on need a launched app

@@ -77,6 +77,12 @@ final class TaskReporter: TransferObserver {
 
     var snapshot: Snapshot { state.withLockedValue { $0.snapshot } }
 
+    /// The session's owner answers, when it said it does (the app's delegate); else the
+    /// default: the credential submitted with the task for the realm, once.
+    func transferDidReceive(challenge: AuthenticationChallenge) async -> ChallengeAnswer {
+        await daemon.answer(challenge, of: key)
+    }
+
     func transferDidReceive(response: Response) async -> Bool {
         if retry.policy.retryableStatuses.contains(response.statusCode) {
             let retryAfter = RetryPolicy.parseRetryAfter(response.headers["Retry-After"], now: clock.now)

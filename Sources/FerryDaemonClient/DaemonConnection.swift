@@ -145,7 +145,8 @@ public final class DaemonConnection: Sendable {
                     channel.close(promise: nil)
                 }
                 let hello = ClientMessage.hello(Hello(
-                    minimumProtocolVersion: ProtocolVersion.supported.lowerBound, clientName: clientName, pid: getpid(), handlesEventsForOtherSessions: endpoint.handlesEventsForOtherSessions ? true : nil))
+                    minimumProtocolVersion: ProtocolVersion.supported.lowerBound, clientName: clientName, pid: getpid(), handlesEventsForOtherSessions: endpoint.handlesEventsForOtherSessions ? true : nil,
+                    answersChallenges: endpoint.answersChallenges ? true : nil))
                 return channel.eventLoop.makeCompletedFuture { try MessageCoder().encode(hello) }
                     .flatMap { channel.writeAndFlush($0) }
                     .flatMap { answer }

@@ -26,6 +26,9 @@ public struct DaemonEndpoint: Sendable {
     /// What the connection's hello offers: to be told when events wait for another session of
     /// this app (``Hello/handlesEventsForOtherSessions``).
     public var handlesEventsForOtherSessions = false
+    /// Whether the hello offers to answer the authentication challenges of the sessions this
+    /// connection owns (``Hello/answersChallenges``).
+    public var answersChallenges = false
 
     public init(socketPath: String, daemonLogPath: String, startsDaemon: Bool = true, daemonExecutable: String? = nil) {
         self.socketPath = socketPath

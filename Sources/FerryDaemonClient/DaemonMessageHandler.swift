@@ -67,7 +67,7 @@ final class ConnectionState: Sendable {
         case .event, .progress:
             eventsAndProgressReceived.add(1, ordering: .relaxed)
             pushedContinuation.yield(message)
-        case .waitingForConnectivity, .eventsFinished, .eventsWaiting, .goodbye:
+        case .waitingForConnectivity, .eventsFinished, .eventsWaiting, .goodbye, .challenge:
             pushedContinuation.yield(message)
         }
     }

@@ -20,6 +20,14 @@ public struct AuthenticationChallenge: Sendable {
     public var failureResponse: Response
     /// The credential the engine would use by default (the store's or the URL's), if any.
     public var proposedCredential: Credential?
+
+    /// For a challenge met elsewhere (ferryd's, asked of a background session's app).
+    package init(protectionSpace: ProtectionSpace, previousFailureCount: Int, failureResponse: Response, proposedCredential: Credential?) {
+        self.protectionSpace = protectionSpace
+        self.previousFailureCount = previousFailureCount
+        self.failureResponse = failureResponse
+        self.proposedCredential = proposedCredential
+    }
 }
 
 /// A realm on a server, as a challenge names it.
@@ -206,8 +214,11 @@ extension TransferEngine {
         let inURL = request.url.user.map { Credential(user: $0.removingPercentEncoding ?? $0, password: request.url.password?.removingPercentEncoding ?? "") }
         let proposed = state.transfer.credentials?.defaultCredential(for: space) ?? inURL
         let challenge = AuthenticationChallenge(protectionSpace: space, previousFailureCount: failures, failureResponse: response, proposedCredential: proposed)
+        let answer = await observer.transferDidReceive(challenge: challenge)
+        // Stopped while the answer was awaited (its time-out, a cancel): no request goes out.
+        try Task.checkCancellation()
         let credential: Credential?
-        switch await observer.transferDidReceive(challenge: challenge) {
+        switch answer {
         case .useCredential(let given): credential = given
         case .performDefaultHandling: credential = failures == 0 ? proposed : nil
         case .rejectProtectionSpace: credential = nil

@@ -35,12 +35,17 @@ public enum DaemonMessage: Hashable, Sendable {
     case eventsWaiting(sessionIdentifier: String)
     /// ferryd is closing the connection, and why (a bad frame, shutdown).
     case goodbye(FerryProtocolError)
+    /// A task of an owned session met an HTTP authentication challenge: answer it with
+    /// ``Request/answerChallenge(_:)``. Sent only to a client whose hello said
+    /// ``Hello/answersChallenges``. Not stored.
+    case challenge(TaskChallenge)
 
     /// The `type` this message is written with, for logs.
     public var typeName: String { tag.rawValue }
 
     enum Tag: String, TypeTag {
         case welcome, refused, reply, failure, event, progress, waitingForConnectivity, eventsFinished, eventsWaiting, goodbye
+        case challenge
         static var family: String { "message" }
     }
 
@@ -56,6 +61,7 @@ public enum DaemonMessage: Hashable, Sendable {
         case .eventsFinished: .eventsFinished
         case .eventsWaiting: .eventsWaiting
         case .goodbye: .goodbye
+        case .challenge: .challenge
         }
     }
 }
@@ -73,6 +79,7 @@ extension DaemonMessage: Codable {
         case .eventsFinished: self = .eventsFinished(sessionIdentifier: try decoder.field("sessionIdentifier"))
         case .eventsWaiting: self = .eventsWaiting(sessionIdentifier: try decoder.field("sessionIdentifier"))
         case .goodbye: self = .goodbye(try decoder.field("error"))
+        case .challenge: self = .challenge(try TaskChallenge(from: decoder))
         }
     }
 
@@ -86,6 +93,7 @@ extension DaemonMessage: Codable {
         case .progress(let progress): try encoder.encode(tag: tag, payload: progress)
         case .waitingForConnectivity(let waiting): try encoder.encode(tag: tag, payload: waiting)
         case .eventsFinished(let session), .eventsWaiting(let session): try encoder.encode(tag: tag, fields: ["sessionIdentifier": session])
+        case .challenge(let challenge): try encoder.encode(tag: tag, payload: challenge)
         }
     }
 }

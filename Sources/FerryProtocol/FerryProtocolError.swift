@@ -57,6 +57,9 @@ public struct FerryProtocolError: Error, Hashable, Sendable, Codable, CustomStri
         public static let undeclaredSession = Code(rawValue: "undeclaredSession")
         /// The task cannot do that in its state (resume a completed task…).
         public static let invalidTaskState = Code(rawValue: "invalidTaskState")
+        /// No challenge of this session waits for an answer with this identifier (answered
+        /// already, or given up when its transfer timed out).
+        public static let unknownChallenge = Code(rawValue: "unknownChallenge")
         /// ferryd holds as many connections as it allows: try again shortly (clients do,
         /// with backoff).
         public static let busy = Code(rawValue: "busy")

@@ -16,19 +16,25 @@ public struct Hello: Hashable, Sendable, Codable {
     /// tell this connection (``DaemonMessage/eventsWaiting(sessionIdentifier:)``) instead of
     /// starting the app again. nil or false: never sent.
     public var handlesEventsForOtherSessions: Bool?
+    /// true: ask this connection about the authentication challenges of the sessions it owns
+    /// (``DaemonMessage/challenge(_:)``). nil or false: ferryd answers them itself, from the
+    /// credentials submitted with each task.
+    public var answersChallenges: Bool?
 
     public init(
         protocolVersion: Int = ProtocolVersion.current,
         minimumProtocolVersion: Int? = nil,
         clientName: String,
         pid: Int32,
-        handlesEventsForOtherSessions: Bool? = nil
+        handlesEventsForOtherSessions: Bool? = nil,
+        answersChallenges: Bool? = nil
     ) {
         self.protocolVersion = protocolVersion
         self.minimumProtocolVersion = minimumProtocolVersion
         self.clientName = clientName
         self.pid = pid
         self.handlesEventsForOtherSessions = handlesEventsForOtherSessions
+        self.answersChallenges = answersChallenges
     }
 }
 

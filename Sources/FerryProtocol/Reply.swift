@@ -26,13 +26,15 @@ public enum Reply: Hashable, Sendable {
     case metrics(String)
     /// The answer to ``Request/stop``: ferryd is shutting down.
     case stopping
+    /// The answer to ``Request/answerChallenge(_:)``: the transfer goes on with it.
+    case challengeAnswered(challengeID: UInt64)
 
     /// The `type` this reply is written with, for logs.
     public var typeName: String { tag.rawValue }
 
     enum Tag: String, TypeTag {
         case attached, sessions, tasks, taskIdentifier, submitted, task, resumeData, invalidated, acknowledged
-        case taken, status, metrics, stopping
+        case taken, status, metrics, stopping, challengeAnswered
         static var family: String { "reply" }
     }
 
@@ -51,6 +53,7 @@ public enum Reply: Hashable, Sendable {
         case .status: .status
         case .metrics: .metrics
         case .stopping: .stopping
+        case .challengeAnswered: .challengeAnswered
         }
     }
 }
@@ -71,6 +74,7 @@ extension Reply: Codable {
         case .status: self = .status(try DaemonStatus(from: decoder))
         case .metrics: self = .metrics(try decoder.field("text"))
         case .stopping: self = .stopping
+        case .challengeAnswered: self = .challengeAnswered(challengeID: try decoder.field("challengeID"))
         }
     }
 
@@ -89,6 +93,7 @@ extension Reply: Codable {
         case .status(let value): try encoder.encode(tag: tag, payload: value)
         case .metrics(let text): try encoder.encode(tag: tag, fields: ["text": text])
         case .stopping: try encoder.encode(tag: tag)
+        case .challengeAnswered(let id): try encoder.encode(tag: tag, fields: ["challengeID": id])
         }
     }
 }

@@ -48,6 +48,10 @@ public enum Request: Hashable, Sendable {
     /// running tasks to resume at the next start, and exits. Anyone may ask.
     /// Reply: ``Reply/stopping``.
     case stop
+    /// The owner's answer to a ``DaemonMessage/challenge(_:)`` of its session.
+    /// Reply: ``Reply/challengeAnswered(challengeID:)``; an unknown or already answered
+    /// challenge is ``FerryProtocolError/Code/unknownChallenge``.
+    case answerChallenge(ChallengeReply)
 
     /// The `type` this request is written with, for logs.
     public var typeName: String { tag.rawValue }
@@ -65,6 +69,7 @@ public enum Request: Hashable, Sendable {
         case .invalidate(let invalidate): invalidate.sessionIdentifier
         case .acknowledge(let ack): ack.sessionIdentifier
         case .taken(let taken): taken.sessionIdentifier
+        case .answerChallenge(let reply): reply.sessionIdentifier
         }
     }
 
@@ -95,7 +100,7 @@ public enum Request: Hashable, Sendable {
 
     enum Tag: String, TypeTag {
         case attach, listSessions, listTasks, reserveTaskIdentifier, submit, suspend, resume, cancel
-        case cancelProducingResumeData, invalidate, acknowledge, taken, status, metrics, stop
+        case cancelProducingResumeData, invalidate, acknowledge, taken, status, metrics, stop, answerChallenge
         static var family: String { "request" }
     }
 
@@ -116,6 +121,7 @@ public enum Request: Hashable, Sendable {
         case .status: .status
         case .metrics: .metrics
         case .stop: .stop
+        case .answerChallenge: .answerChallenge
         }
     }
 }
@@ -138,6 +144,7 @@ extension Request: Codable {
         case .status: self = .status
         case .metrics: self = .metrics
         case .stop: self = .stop
+        case .answerChallenge: self = .answerChallenge(try ChallengeReply(from: decoder))
         }
     }
 
@@ -154,6 +161,7 @@ extension Request: Codable {
         case .invalidate(let value): payload = value
         case .acknowledge(let value): payload = value
         case .taken(let value): payload = value
+        case .answerChallenge(let value): payload = value
         }
         try encoder.encode(tag: tag, payload: payload)
     }
@@ -343,6 +351,13 @@ extension Request {
         case .reserveTaskIdentifier(let reservation):
             if let count = reservation.count, !(1...TaskIdentifierReservation.maximumCount).contains(count) {
                 throw FerryProtocolError(.badRequest, "reserve 1 to \(TaskIdentifierReservation.maximumCount) task identifiers at a time")
+            }
+        case .answerChallenge(let reply):
+            if reply.disposition == .useCredential, reply.credential == nil {
+                throw FerryProtocolError(.badRequest, "useCredential needs a credential")
+            }
+            if let credential = reply.credential, credential.user.utf8.count + credential.password.utf8.count > 8192 {
+                throw FerryProtocolError(.badRequest, "a credential has at most 8192 bytes")
             }
         case .listSessions, .invalidate, .status, .metrics, .stop:
             break

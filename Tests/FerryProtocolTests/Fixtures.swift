@@ -55,6 +55,9 @@ enum Fixtures {
         .status,
         .metrics,
         .stop,
+        .answerChallenge(ChallengeReply(
+            challengeID: 9, sessionIdentifier: session, disposition: .useCredential, credential: ChallengeCredential(user: "alice", password: "pw"))),
+        .answerChallenge(ChallengeReply(challengeID: 10, sessionIdentifier: session, disposition: .rejectProtectionSpace)),
         .listSessions,
         .listTasks(ListTasks(sessionIdentifier: session)),
         .listTasks(ListTasks(sessionIdentifier: session, afterTaskIdentifier: 500, limit: 100)),
@@ -101,6 +104,7 @@ enum Fixtures {
                 links: [.init(name: "eth0"), .init(name: "wwan0", isExpensive: true, isCellular: true)], isOnMains: false))),
         .metrics("# TYPE ferryd_attempts_total counter\nferryd_attempts_total 8\n"),
         .stopping,
+        .challengeAnswered(challengeID: 9),
         .taskIdentifier(17),
         .submitted(Submitted(task: task, existing: true)),
         .task(bareTask),
@@ -136,7 +140,11 @@ enum Fixtures {
             sessionIdentifier: session, taskIdentifier: 6,
             reason: WaitingReason(kind: .noNetwork, host: "example.com", message: "no network: no link that is up has a route to example.com"))),
          .eventsFinished(sessionIdentifier: session), .eventsWaiting(sessionIdentifier: "com.example.app.other"),
-         .goodbye(FerryProtocolError(.frameTooLarge, "too big"))]
+         .goodbye(FerryProtocolError(.frameTooLarge, "too big")),
+         .challenge(TaskChallenge(
+            challengeID: 9, sessionIdentifier: session, taskIdentifier: 7, scheme: "https", host: "example.com", port: 443,
+            realm: "club", method: "httpDigest", previousFailureCount: 1, statusCode: 401,
+            headers: ["WWW-Authenticate": "Digest realm=\"club\", nonce=\"n\""], proposedCredential: ChallengeCredential(user: "alice", password: "pw")))]
         + replies.enumerated().map { .reply(id: UInt64($0.offset), $0.element) }
         + eventKinds.enumerated().map {
             .event(Event(sequence: Int64($0.offset) + 1, sessionIdentifier: session, taskIdentifier: $0.offset == 0 ? nil : 4, kind: $0.element))

@@ -63,6 +63,11 @@ struct RequestValidationTests {
         .acknowledge(Acknowledge(sessionIdentifier: "s", upToSequence: 1, sequences: [3, 0])),
         .acknowledge(Acknowledge(sessionIdentifier: "s", upToSequence: 1, sequences: Array(repeating: 5, count: Acknowledge.maximumSequences + 1))),
         .submit(ValidationTests.submission { $0.priority = -1 }),
+        .answerChallenge(ChallengeReply(challengeID: 1, sessionIdentifier: "s", disposition: .useCredential)),
+        .answerChallenge(ChallengeReply(
+            challengeID: 1, sessionIdentifier: "s", disposition: .useCredential,
+            credential: ChallengeCredential(user: "u", password: String(repeating: "p", count: 9000)))),
+        .answerChallenge(ChallengeReply(challengeID: 1, sessionIdentifier: "", disposition: .performDefaultHandling)),
     ])
     func invalid(_ request: Request) {
         let error = #expect(throws: FerryProtocolError.self) { try request.validate() }

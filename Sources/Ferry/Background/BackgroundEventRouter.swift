@@ -56,6 +56,8 @@ struct BackgroundEventRouter: Sendable {
             case .eventsWaiting(let other):
                 session.logger.info("ferryd says events wait for another session of this app", metadata: ["session": "\(other)"])
                 BackgroundLaunch.eventsWaiting(for: other)
+            case .challenge(let challenge):
+                answer(challenge)
             case .goodbye(let error):
                 session.logger.notice("ferryd closed the session's connection", metadata: [
                     "session": "\(link.sessionIdentifier)", "reason": "\(error.code.rawValue)",

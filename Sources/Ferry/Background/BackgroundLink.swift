@@ -190,6 +190,23 @@ final class BackgroundLink: Sendable {
         }
     }
 
+    /// Sends the delegate's answer to a challenge; returns once ferryd has it. A failure (the
+    /// connection lost, the transfer gave up meanwhile) leaves the transfer to ferryd's default.
+    func answer(_ challenge: TaskChallenge, with reply: ChallengeReply) async {
+        guard let connection = state.withLockedValue({ $0.connection }) else { return }
+        let (logger, session) = (self.logger, sessionIdentifier)
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            connection.post(.answerChallenge(reply)) { result in
+                if case .failure(let error) = result {
+                    logger.notice("ferryd did not take a challenge's answer", metadata: [
+                        "session": "\(session)", "task": "\(challenge.taskIdentifier)", "error": "\(error)",
+                    ])
+                }
+                continuation.resume()
+            }
+        }
+    }
+
     /// Tells ferryd every event up to `sequence`, and the `single` ones after it, were handled
     /// (it may delete them); returns once ferryd answered.
     func acknowledge(upTo sequence: Int64, single: [Int64] = []) async {

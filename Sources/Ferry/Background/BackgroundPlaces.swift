@@ -23,6 +23,7 @@ struct BackgroundPlaces: Sendable {
             let container = group.map { paths.containerURL(forGroup: $0) } ?? paths.sessionFiles(session)
             var endpoint = paths.endpoint(environment: environment)
             endpoint.handlesEventsForOtherSessions = BackgroundLaunch.handlesEventsWhileRunning
+            endpoint.answersChallenges = true  // the session's delegate, or the default
             return BackgroundPlaces(endpoint: endpoint, container: container, problem: nil)
         } catch {
             let problem = FerryError(.backgroundSessionWasDisconnected, "cannot use Ferry's folders: \(error)", underlying: error)

@@ -1,0 +1,143 @@
+import FerryCore
+import FerryEngine
+import FerryProtocol
+import Foundation
+import Synchronization
+
+/// The authentication challenges that wait for their apps' answers: each a transfer suspended
+/// in the engine until its session's owner answers (``Request/answerChallenge(_:)``), the
+/// transfer gives up (its request time-out, a cancel), or the owner's connection closes. Then
+/// the transfer goes on with the answer, or with ferryd's default handling. A lock, not the
+/// daemon's actor: a cancellation must settle its challenge at once, from any thread.
+final class PendingChallenges: Sendable {
+    private struct Waiting {
+        let connection: UInt64
+        let session: String
+        var continuation: CheckedContinuation<ChallengeAnswer, Never>?
+        /// Given up before the continuation was there (a cancel in that moment).
+        var settled: ChallengeAnswer?
+    }
+
+    private struct State {
+        var waiting: [UInt64: Waiting] = [:]
+        var nextID: UInt64 = 0
+    }
+    private let state = Mutex(State())
+
+    /// A new challenge's number, noted as waiting for `connection`'s answer.
+    func open(connection: UInt64, session: String) -> UInt64 {
+        state.withLock { state in
+            state.nextID += 1
+            state.waiting[state.nextID] = Waiting(connection: connection, session: session)
+            return state.nextID
+        }
+    }
+
+    /// Waits for challenge `id`'s answer; cancelling the caller settles it with the default.
+    func answer(_ id: UInt64) async -> ChallengeAnswer {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<ChallengeAnswer, Never>) in
+                let now = state.withLock { state -> ChallengeAnswer? in
+                    guard var entry = state.waiting[id] else { return .performDefaultHandling }
+                    if let settled = entry.settled {
+                        state.waiting[id] = nil
+                        return settled
+                    }
+                    entry.continuation = continuation
+                    state.waiting[id] = entry
+                    return nil
+                }
+                if let now { continuation.resume(returning: now) }
+            }
+        } onCancel: {
+            settle(id, with: .performDefaultHandling)
+        }
+    }
+
+    /// The owner answered: false when no challenge `id` of `session` waits for `connection`.
+    func settle(_ id: UInt64, with answer: ChallengeAnswer, from connection: UInt64, session: String) -> Bool {
+        let known = state.withLock { state in
+            state.waiting[id].map { $0.connection == connection && $0.session == session && $0.settled == nil } ?? false
+        }
+        return known && settle(id, with: answer)
+    }
+
+    /// Every challenge asked of `connection` gets the default: it closed.
+    func connectionClosed(_ connection: UInt64) {
+        let ids = state.withLock { state in state.waiting.filter { $0.value.connection == connection }.map(\.key) }
+        for id in ids { settle(id, with: .performDefaultHandling) }
+    }
+
+    /// How many challenges wait (for tests and status).
+    var count: Int { state.withLock { $0.waiting.count } }
+
+    @discardableResult
+    private func settle(_ id: UInt64, with answer: ChallengeAnswer) -> Bool {
+        let continuation = state.withLock { state -> CheckedContinuation<ChallengeAnswer, Never>?? in
+            guard var entry = state.waiting[id], entry.settled == nil else { return .none }
+            guard let continuation = entry.continuation else {
+                entry.settled = answer  // `answer(_:)` finds it when it comes
+                state.waiting[id] = entry
+                return .some(nil)
+            }
+            state.waiting[id] = nil
+            return .some(continuation)
+        }
+        guard let continuation else { return false }
+        continuation?.resume(returning: answer)
+        return true
+    }
+}
+
+extension Daemon {
+    /// What to do about a background task's authentication challenge: its session's owner is
+    /// asked when it said it answers challenges (the app's delegate), and the transfer waits
+    /// for the answer; otherwise, or when the owner leaves first, ferryd's default (the
+    /// credential submitted for the realm, or the URL's, once).
+    nonisolated func answer(_ challenge: AuthenticationChallenge, of key: TaskKey) async -> ChallengeAnswer {
+        guard let id = await askOwner(challenge, of: key) else { return .performDefaultHandling }
+        let answer = await challenges.answer(id)
+        logger.debug("challenge answered", metadata: ["session": "\(key.session)", "task": "\(key.task)", "answer": "\(answer.name)"])
+        return answer
+    }
+
+    /// Sends the challenge to the session's owner; its number, or nil when nobody is asked.
+    private func askOwner(_ challenge: AuthenticationChallenge, of key: TaskKey) -> UInt64? {
+        guard let owner = owner(of: key.session), let connection = connections[owner], connection.hello?.answersChallenges == true
+        else { return nil }
+        let id = challenges.open(connection: owner, session: key.session)
+        let space = challenge.protectionSpace
+        connection.send(.challenge(TaskChallenge(
+            challengeID: id, sessionIdentifier: key.session, taskIdentifier: key.task, scheme: space.scheme, host: space.host,
+            port: space.port, realm: space.realm, method: space.method.rawValue, previousFailureCount: challenge.previousFailureCount,
+            statusCode: challenge.failureResponse.statusCode, headers: challenge.failureResponse.headers,
+            proposedCredential: challenge.proposedCredential.map { ChallengeCredential(user: $0.user, password: $0.password) })))
+        return id
+    }
+
+    /// The owner's answer to challenge `reply.challengeID`.
+    func answerChallenge(_ reply: ChallengeReply, from connection: ClientConnection) throws(FerryProtocolError) -> Reply {
+        let answer: ChallengeAnswer = switch reply.disposition {
+        case .useCredential: reply.credential.map { .useCredential(Credential(user: $0.user, password: $0.password)) } ?? .performDefaultHandling
+        case .performDefaultHandling: .performDefaultHandling
+        case .cancelAuthenticationChallenge: .cancel
+        case .rejectProtectionSpace: .rejectProtectionSpace
+        }
+        guard challenges.settle(reply.challengeID, with: answer, from: connection.id, session: reply.sessionIdentifier) else {
+            throw FerryProtocolError(.unknownChallenge, "no challenge \(reply.challengeID) of \(reply.sessionIdentifier) waits for this connection's answer")
+        }
+        return .challengeAnswered(challengeID: reply.challengeID)
+    }
+}
+
+extension ChallengeAnswer {
+    /// For logs: never the credential.
+    var name: String {
+        switch self {
+        case .useCredential: "useCredential"
+        case .performDefaultHandling: "performDefaultHandling"
+        case .cancel: "cancel"
+        case .rejectProtectionSpace: "rejectProtectionSpace"
+        }
+    }
+}

@@ -1,0 +1,83 @@
+import FerryCore
+import FerryProtocol
+import FerryTestSupport
+import Foundation
+import Testing
+
+/// ferryd asks a session's owner about its tasks' authentication challenges, when the owner's
+/// hello offers to answer them, and falls back to its default (the credential submitted with
+/// the task) when the owner leaves without answering or never offered.
+@Suite("ferryd: authentication challenges asked of the app", .serialized)
+struct ChallengeTests {
+    @Test("the owner is asked (realm, method, failures, the 401, the proposed credential); leaving unanswered gets the default; a stale answer is refused; a client that did not offer is never asked")
+    func askedThenDefault() async throws {
+        let ferryd = try await FerrydProcess.started()
+        defer { ferryd.cleanUp() }
+        let server = try await TestHTTPServer.start()
+        let url = server.baseURL + "/basic-auth/alice/secret"
+
+        let answering = try RawClient(socketPath: ferryd.socketPath)
+        try await answering.send(.hello(Hello(clientName: "app", pid: getpid(), answersChallenges: true)))
+        guard case .welcome = try await answering.next() else { throw TestFailure("no welcome") }
+        _ = try await answering.request(.attach(AttachSession(sessionIdentifier: "c1", owner: true)))
+        var submission = TaskSubmission(sessionIdentifier: "c1", kind: .data, request: TaskRequest(url: URL(string: url)!))
+        submission.credentials = [TaskCredential(realm: "ferry", user: "alice", password: "secret")]
+        let task = try await answering.submit(submission)
+
+        let pushed = try await answering.pushes(timeout: 20) { if case .challenge = $0 { true } else { false } }
+        guard case .challenge(let challenge)? = pushed.last else { throw TestFailure("no challenge: \(pushed)") }
+        #expect(challenge.sessionIdentifier == "c1" && challenge.taskIdentifier == task.taskIdentifier)
+        #expect(challenge.realm == "ferry" && challenge.method == "httpBasic" && challenge.previousFailureCount == 0)
+        #expect(challenge.statusCode == 401 && challenge.headers["WWW-Authenticate"]?.hasPrefix("Basic") == true)
+        #expect(challenge.host == URL(string: url)?.host && challenge.port == URL(string: url)?.port && challenge.scheme == "http")
+        #expect(challenge.proposedCredential == ChallengeCredential(user: "alice", password: "secret"), "the submitted credential")
+
+        // The app leaves without answering: the transfer goes on with ferryd's default.
+        answering.close()
+        let next = try await RawClient.connected(to: ferryd.socketPath, name: "app")
+        try await next.attachAfterReconnect("c1")
+        let events = try await next.events(untilFinished: [task.taskIdentifier])
+        guard case .response(let head)? = events.of(task.taskIdentifier).first?.kind else { throw TestFailure("no response: \(events)") }
+        #expect(head.statusCode == 200, "answered with the submitted credential")
+
+        // An answer to a challenge nobody waits for is refused.
+        await #expect(throws: FerryProtocolError.self) {
+            _ = try await next.request(.answerChallenge(ChallengeReply(challenge, disposition: .performDefaultHandling)))
+        }
+        // This client's hello did not offer: ferryd answers itself (no credential here: the 401).
+        let plain = try await next.submit(TaskSubmission(sessionIdentifier: "c1", kind: .data, request: TaskRequest(url: URL(string: url)!)))
+        let plainEvents = try await next.events(untilFinished: [plain.taskIdentifier])
+        guard case .response(let unanswered)? = plainEvents.of(plain.taskIdentifier).first?.kind else { throw TestFailure("no response") }
+        #expect(unanswered.statusCode == 401)
+        #expect(!next.pushed.contains { if case .challenge = $0 { true } else { false } })
+        next.close()
+        try await server.shutdown()
+    }
+
+    @Test("a challenge the app does not answer within the request time-out is given up: the attempt fails timedOut, the late answer is refused with unknownChallenge")
+    func unansweredTimesOut() async throws {
+        let ferryd = try await FerrydProcess.started()
+        defer { ferryd.cleanUp() }
+        let server = try await TestHTTPServer.start()
+        let client = try RawClient(socketPath: ferryd.socketPath)
+        try await client.send(.hello(Hello(clientName: "app", pid: getpid(), answersChallenges: true)))
+        guard case .welcome = try await client.next() else { throw TestFailure("no welcome") }
+        _ = try await client.request(.attach(AttachSession(sessionIdentifier: "c2", owner: true)))
+        let request = TaskRequest(url: URL(string: server.baseURL + "/basic-auth/alice/secret")!)
+        let options = TaskOptions(timeoutIntervalForRequest: 1, retryPolicy: RetryPolicy.none)
+        let task = try await client.submit(TaskSubmission(
+            sessionIdentifier: "c2", task: TaskDescription(kind: .data, request: request, options: options)))
+
+        let pushed = try await client.pushes(timeout: 20) { if case .challenge = $0 { true } else { false } }
+        guard case .challenge(let challenge)? = pushed.last else { throw TestFailure("no challenge: \(pushed)") }
+        let events = try await client.events(untilFinished: [task.taskIdentifier])
+        guard case .failed(let failure)? = events.of(task.taskIdentifier).last?.kind else { throw TestFailure("not failed: \(events)") }
+        #expect(failure.code == "timedOut", "\(failure)")
+        let late = await #expect(throws: FerryProtocolError.self) {
+            _ = try await client.request(.answerChallenge(ChallengeReply(challenge, disposition: .useCredential, credential: ChallengeCredential(user: "alice", password: "secret"))))
+        }
+        #expect(late?.code == .unknownChallenge)
+        client.close()
+        try await server.shutdown()
+    }
+}
