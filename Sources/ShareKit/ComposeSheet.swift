@@ -2,13 +2,17 @@ import Foundation
 
 /// The compose sheet on a terminal: the text being written, the characters remaining (red
 /// below zero), Post enabled only while the content is valid, a line per attachment.
-/// Enter posts, Esc (or Ctrl-C) cancels, Backspace deletes, Ctrl-U clears.
+/// Enter posts, Esc (or Ctrl-C) cancels, Backspace and Delete delete, the arrows, Home and End
+/// (or Ctrl-A and Ctrl-E) move the cursor, Ctrl-U clears.
 @MainActor
 final class ComposeSheet {
     private let controller: ComposeServiceController
     private let terminal: Terminal
     private var attachmentLines: [String] = []
     private var message: String?
+    /// The text as typed here and the cursor in it; the controller's `contentText` follows it
+    /// (and an extension that sets `contentText` itself puts the cursor at the end).
+    private var editing = EditedText()
     private let postDeadline: Duration
 
     init(controller: ComposeServiceController, terminal: Terminal, postDeadline: Duration) {
@@ -47,10 +51,16 @@ final class ComposeSheet {
 
     private func handle(_ key: Terminal.Key) {
         message = nil
+        if editing.text != controller.contentText { editing = EditedText(controller.contentText) }
         switch key {
-        case .text(let typed): controller.contentText += typed
-        case .backspace: if !controller.contentText.isEmpty { controller.contentText.removeLast() }
-        case .clearLine: controller.contentText = ""
+        case .text(let typed): editing.insert(typed)
+        case .backspace: editing.deleteBackward()
+        case .delete: editing.deleteForward()
+        case .left: editing.moveLeft()
+        case .right: editing.moveRight()
+        case .home: editing.moveToStart()
+        case .end: editing.moveToEnd()
+        case .clearLine: editing.clear()
         case .escape, .interrupt: controller.didSelectCancel()
         case .enter:
             if !controller.isPostEnabled {
@@ -59,6 +69,7 @@ final class ComposeSheet {
             }
         case .other: break
         }
+        if editing.text != controller.contentText { controller.contentText = editing.text }
         draw()
     }
 
@@ -79,8 +90,10 @@ final class ComposeSheet {
     }
 
     private func draw() {
+        let text = controller.contentText
+        let cursor = editing.text == text ? editing.cursor : text.count
         let screen = Self.render(
-            title: controller.title, text: controller.contentText, placeholder: controller.placeholder,
+            title: controller.title, text: text, cursor: cursor, placeholder: controller.placeholder,
             charactersRemaining: controller.charactersRemaining, postEnabled: controller.isPostEnabled,
             loading: controller.isLoading, attachments: attachmentLines, message: message, width: terminal.width)
         terminal.write(screen)
@@ -88,16 +101,19 @@ final class ComposeSheet {
 
     /// The whole screen for this state (ANSI: home, clear, then the lines).
     nonisolated static func render(
-        title: String, text: String, placeholder: String?, charactersRemaining: Int?, postEnabled: Bool,
+        title: String, text: String, cursor: Int? = nil, placeholder: String?, charactersRemaining: Int?, postEnabled: Bool,
         loading: Bool, attachments: [String], message: String?, width: Int
     ) -> String {
         let inner = max(20, min(width, 100) - 4)
         var lines: [String] = []
         let heading = "─ \(title) "
         lines.append("╭" + heading + String(repeating: "─", count: max(0, inner + 2 - heading.count)) + "╮")
-        var body = wrap(text, width: inner)
-        if text.isEmpty, let placeholder { body = ["\u{1B}[2m" + String(placeholder.prefix(inner)) + "\u{1B}[0m"] }
-        if let last = body.indices.last { body[last] += "█" } else { body = ["█"] }
+        var body: [String]
+        if text.isEmpty, let placeholder {
+            body = ["█\u{1B}[2m" + String(placeholder.prefix(inner - 1)) + "\u{1B}[0m"]
+        } else {
+            body = withCursor(wrappedLines(text, width: inner), at: min(cursor ?? text.count, text.count), width: inner)
+        }
         while body.count < 3 { body.append("") }
         for line in body {
             let visible = visibleCount(line)
@@ -120,24 +136,51 @@ final class ComposeSheet {
 
     /// Lines of at most `width` characters, breaking at spaces where it can.
     nonisolated static func wrap(_ text: String, width: Int) -> [String] {
-        var lines: [String] = []
+        wrappedLines(text, width: width).map(\.text)
+    }
+
+    /// ``wrap(_:width:)``'s lines, each with the offset (in characters) of its first
+    /// character in `text`: a space a line breaks at, and a newline, belong to no line.
+    nonisolated static func wrappedLines(_ text: String, width: Int) -> [(text: String, start: Int)] {
+        var lines: [(text: String, start: Int)] = []
+        var offset = 0
         for paragraph in text.split(separator: "\n", omittingEmptySubsequences: false) {
             var line = ""
+            var start = offset
             for character in paragraph {
                 if line.count == width {
                     if let space = line.lastIndex(of: " "), space != line.startIndex {
-                        lines.append(String(line[..<space]))
+                        let kept = String(line[..<space])
+                        lines.append((kept, start))
+                        start += kept.count + 1
                         line = String(line[line.index(after: space)...])
                     } else {
-                        lines.append(line)
+                        lines.append((line, start))
+                        start += line.count
                         line = ""
                     }
                 }
                 line.append(character)
             }
-            lines.append(line)
+            lines.append((line, start))
+            offset += paragraph.count + 1
         }
         return lines
+    }
+
+    /// The lines with the cursor drawn before character `cursor`: that character in inverse
+    /// video, or a block after the line's end (at the text's end, or on a space a line broke
+    /// at), on a line of its own when the line is `width` long.
+    nonisolated static func withCursor(_ lines: [(text: String, start: Int)], at cursor: Int, width: Int) -> [String] {
+        // The last line that starts at or before the cursor holds it.
+        let holder = lines.lastIndex { $0.start <= cursor } ?? 0
+        return lines.enumerated().flatMap { index, line -> [String] in
+            guard index == holder else { return [line.text] }
+            let column = cursor - line.start
+            guard column < line.text.count else { return line.text.count < width ? [line.text + "█"] : [line.text, "█"] }
+            let at = line.text.index(line.text.startIndex, offsetBy: column)
+            return [String(line.text[..<at]) + "\u{1B}[7m" + String(line.text[at]) + "\u{1B}[0m" + String(line.text[line.text.index(after: at)...])]
+        }
     }
 
     /// Characters that take a column (ANSI sequences take none).

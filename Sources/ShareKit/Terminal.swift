@@ -11,6 +11,10 @@ final class Terminal: Sendable {
         case escape
         case interrupt      // Ctrl-C / Ctrl-D: cancel, as Esc
         case clearLine      // Ctrl-U
+        case left, right
+        case home           // Home, Ctrl-A
+        case end            // End, Ctrl-E
+        case delete         // Delete: the character under the cursor
         case other
     }
 
@@ -91,7 +95,7 @@ final class Terminal: Sendable {
 
     /// The keys in one read's bytes.
     static func decode(_ bytes: [UInt8]) -> [Key] {
-        if bytes.first == 0x1B { return bytes.count == 1 ? [.escape] : [.other] }
+        if bytes.first == 0x1B { return bytes.count == 1 ? [.escape] : [escapeSequence(bytes)] }
         var keys: [Key] = []
         var text: [UInt8] = []
         func flush() {
@@ -103,11 +107,26 @@ final class Terminal: Sendable {
             case 0x0D, 0x0A: flush(); keys.append(.enter)
             case 0x03, 0x04: flush(); keys.append(.interrupt)
             case 0x15: flush(); keys.append(.clearLine)
+            case 0x01: flush(); keys.append(.home)
+            case 0x05: flush(); keys.append(.end)
             case 0x00..<0x20: flush(); keys.append(.other)
             default: text.append(byte)
             }
         }
         flush()
         return keys
+    }
+
+    /// The key an escape sequence stands for, as xterm and the Linux console send them
+    /// (`ESC [ D`, `ESC O H`, `ESC [ 3 ~`…); up, down and the rest are `other`.
+    static func escapeSequence(_ bytes: [UInt8]) -> Key {
+        switch String(decoding: bytes.dropFirst(), as: UTF8.self) {
+        case "[D", "OD": .left
+        case "[C", "OC": .right
+        case "[H", "OH", "[1~", "[7~": .home
+        case "[F", "OF", "[4~", "[8~": .end
+        case "[3~": .delete
+        default: .other
+        }
     }
 }

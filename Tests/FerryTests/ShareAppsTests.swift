@@ -96,7 +96,7 @@ struct ShareAppsTests {
         #expect(((try? FileManager.default.contentsOfDirectory(atPath: outbox.path)) ?? []).isEmpty)
     }
 
-    @Test("the compose sheet through tmux: 30 characters show -5 in red and Post does nothing; deleting five enables Post, which posts the 25 characters")
+    @Test("the compose sheet through tmux: 30 characters show -5 in red and Post does nothing; deleting five enables Post; edits in the middle (Left, Home, Delete) are what is posted")
     func composeSheetInATerminal() async throws {
         let world = try await ShareWorld.start()
         defer { world.stop() }
@@ -125,7 +125,19 @@ struct ShareAppsTests {
         #expect(try await world.binRequests(bin, atLeast: 0).isEmpty, "Post went out while the content was invalid")
 
         for _ in 0..<5 { try tmux.press("BSpace") }
-        let valid = try await tmux.waitForScreen(containing: "0 characters remaining", escapes: true)
+        _ = try await tmux.waitForScreen(containing: "0 characters remaining", escapes: true)
+        // The cursor moves: three left, Backspace there, an X; then Home, Delete, a Z.
+        for _ in 0..<3 { try tmux.press("Left") }
+        try tmux.press("BSpace")
+        _ = try await tmux.waitForScreen(containing: "1 characters remaining")
+        try tmux.type("X")
+        try tmux.press("Home")
+        try tmux.press("DC")
+        _ = try await tmux.waitForScreen(containing: "1 characters remaining")
+        try tmux.type("Z")
+        let edited = "Z" + String(typed.prefix(21).dropFirst()) + "Xcde"
+        let valid = try await tmux.waitForScreen(containing: "0 characters remaining", escapes: true) { $0.contains("aXcde") }
+        #expect(valid.contains("Z\u{1B}[7mb"), "the cursor stands after the Z, on the b: \(valid.debugDescription)")
         #expect(!valid.contains("\u{1B}[31m0"))
         #expect(!valid.contains("(disabled)"))
         try tmux.press("Enter")
@@ -139,7 +151,7 @@ struct ShareAppsTests {
         #expect(mode == 0o600, "the extension's log is missing or not private: \(String(describing: mode))")
         let requests = try await world.binRequests(bin, atLeast: 1)
         let body = try #require(try JSONSerialization.jsonObject(with: Data(((requests.first?["body"] as? String) ?? "").utf8)) as? [String: Any])
-        #expect(body["text"] as? String == String(typed.prefix(25)))
+        #expect(body["text"] as? String == edited, "\(body)")
     }
 
     @Test("`ferry share` offers only the extensions whose rules accept the items, and `ferry apps install` refuses a rule with an unknown key, naming it")

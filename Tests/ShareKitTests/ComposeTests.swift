@@ -128,13 +128,19 @@ struct ComposeTests {
         #expect(throws: ShareKitError.self) { try ShareRequest.current(environment: [ShareRequest.requestVariable: file.path]) }
     }
 
-    @Test("keys: text, Backspace, Enter, a lone Esc, arrow keys ignored, UTF-8 kept whole")
+    @Test("keys: text, Backspace, Enter, a lone Esc, left, right, Home, End and Delete in xterm's and the console's forms, up and down ignored, UTF-8 kept whole")
     func keys() {
         #expect(Terminal.decode(Array("abc".utf8)) == [.text("abc")])
         #expect(Terminal.decode([0x7F]) == [.backspace])
         #expect(Terminal.decode([0x0D]) == [.enter])
         #expect(Terminal.decode([0x1B]) == [.escape])
         #expect(Terminal.decode([0x1B, 0x5B, 0x41]) == [.other])
+        let sequences: [(String, Terminal.Key)] = [
+            ("[D", .left), ("OD", .left), ("[C", .right), ("[H", .home), ("OH", .home), ("[1~", .home), ("[7~", .home),
+            ("[F", .end), ("OF", .end), ("[4~", .end), ("[8~", .end), ("[3~", .delete), ("[B", .other), ("[5~", .other),
+        ]
+        for (sequence, key) in sequences { #expect(Terminal.decode([0x1B] + Array(sequence.utf8)) == [key], "ESC \(sequence)") }
+        #expect(Terminal.decode([0x01, 0x05]) == [.home, .end], "Ctrl-A, Ctrl-E")
         #expect(Terminal.decode([0x03]) == [.interrupt])
         #expect(Terminal.decode(Array("é!".utf8) + [0x7F]) == [.text("é!"), .backspace])
     }
@@ -156,5 +162,50 @@ struct ComposeTests {
         #expect(!fine.contains("(disabled)"))
         #expect(fine.contains("loading attachments"))
         #expect(ComposeSheet.wrap("one two three", width: 7) == ["one", "two", "three"])
+    }
+
+    @Test("editing: insert, Backspace and Delete at the cursor, moves that stop at both ends, Ctrl-U, characters not bytes")
+    func editing() {
+        var text = EditedText("Highland Cw")
+        text.moveLeft()
+        text.insert("o")
+        #expect(text.text == "Highland Cow" && text.cursor == 11)
+        text.moveToStart()
+        text.moveLeft()
+        #expect(text.cursor == 0)
+        text.deleteBackward()
+        text.deleteForward()
+        #expect(text.text == "ighland Cow" && text.cursor == 0)
+        text.insert("H")
+        text.moveToEnd()
+        text.moveRight()
+        text.deleteForward()
+        #expect(text.text == "Highland Cow" && text.cursor == 12)
+        text.insert("s é")
+        text.moveLeft()
+        text.deleteBackward()
+        #expect(text.text == "Highland Cowsé" && text.cursor == 13)
+        text.clear()
+        #expect(text == EditedText())
+    }
+
+    @Test("the screen's cursor: the character under it in inverse video, a block at the end, on the right line of wrapped text")
+    func cursor() {
+        let middle = ComposeSheet.render(title: "t", text: "Highland Cow", cursor: 9, placeholder: nil, charactersRemaining: nil,
+                                         postEnabled: true, loading: false, attachments: [], message: nil, width: 80)
+        #expect(middle.contains("Highland \u{1B}[7mC\u{1B}[0mow"))
+        #expect(!middle.contains("█"))
+        let end = ComposeSheet.render(title: "t", text: "Highland Cow", placeholder: nil, charactersRemaining: nil,
+                                      postEnabled: true, loading: false, attachments: [], message: nil, width: 80)
+        #expect(end.contains("Highland Cow█"))
+        let lines = ComposeSheet.wrappedLines("one two three", width: 7)
+        #expect(lines.map(\.start) == [0, 4, 8])
+        #expect(ComposeSheet.withCursor(lines, at: 5, width: 7) == ["one", "t\u{1B}[7mw\u{1B}[0mo", "three"])
+        #expect(ComposeSheet.withCursor(lines, at: 3, width: 7) == ["one█", "two", "three"], "on the space a line broke at")
+        #expect(ComposeSheet.withCursor(ComposeSheet.wrappedLines("abcdefg", width: 7), at: 7, width: 7) == ["abcdefg", "█"], "a full line")
+        let box = ComposeSheet.render(title: "t", text: String(repeating: "x", count: 20), placeholder: nil, charactersRemaining: nil,
+                                      postEnabled: true, loading: false, attachments: [], message: nil, width: 20)
+        let boxLines = box.components(separatedBy: "\r\n").filter { $0.hasPrefix("│") }
+        #expect(Set(boxLines.map(ComposeSheet.visibleCount)).count == 1, "the block on a full line does not widen the box")
     }
 }
