@@ -39,6 +39,8 @@ public protocol SessionDelegate: AnyObject, Sendable {
     /// redirect response itself.
     func session(_ session: Session, task: SessionTask, willPerformHTTPRedirection response: Response, newRequest request: Request) async -> Request?
     /// A `401` asks for credentials (HTTP Basic or Digest); `.performDefaultHandling` by default.
+    /// A background session's tasks ask too, while this process owns the session (ferryd
+    /// waits for the answer; otherwise it uses the credentials submitted with the task).
     func session(_ session: Session, task: SessionTask, didReceive challenge: AuthenticationChallenge) async -> ChallengeAnswer
     /// A question about a TLS connection of the session: a server asked for a client
     /// certificate, or (when ``evaluatesServerTrust``) a host's certificates before the
