@@ -68,6 +68,11 @@ final class PendingChallenges: Sendable {
         for id in ids { settle(id, with: .performDefaultHandling) }
     }
 
+    /// Forgets challenge `id`, which was never asked (its message could not be sent).
+    func discard(_ id: UInt64) {
+        _ = state.withLock { $0.waiting.removeValue(forKey: id) }
+    }
+
     /// How many challenges wait (for tests and status).
     var count: Int { state.withLock { $0.waiting.count } }
 
@@ -107,11 +112,15 @@ extension Daemon {
         else { return nil }
         let id = challenges.open(connection: owner, session: key.session)
         let space = challenge.protectionSpace
-        connection.send(.challenge(TaskChallenge(
+        let sent = connection.send(.challenge(TaskChallenge(
             challengeID: id, sessionIdentifier: key.session, taskIdentifier: key.task, scheme: space.scheme, host: space.host,
             port: space.port, realm: space.realm, method: space.method.rawValue, previousFailureCount: challenge.previousFailureCount,
             statusCode: challenge.failureResponse.statusCode, headers: challenge.failureResponse.headers,
             proposedCredential: challenge.proposedCredential.map { ChallengeCredential(user: $0.user, password: $0.password) })))
+        guard sent else {
+            challenges.discard(id)  // the connection is closing: nobody will answer
+            return nil
+        }
         return id
     }
 
