@@ -64,6 +64,8 @@ struct InProcessRunner: TaskRunner {
             }
             if let connectivity { made = try await connectivity.admit(made, task: task, observer: observer) }
             transfer = made
+            // A time-out racing the transfer's end may still stop this task after `run` returned:
+            // what follows must not wait on anything cancellable.
             let result = try await engine.run(made, observer: observer, cancellingWith: { handle.stop() })
             task.lock.withLockedValue { $0.response = result.response }
             guard task.isCurrent(generation) else { return }

@@ -68,6 +68,13 @@ final class PendingChallenges: Sendable {
         for id in ids { settle(id, with: .performDefaultHandling) }
     }
 
+    /// Every challenge of `session` gets the default: its owner let it go (its answer would
+    /// now be refused as not the owner's).
+    func sessionReleased(_ session: String) {
+        let ids = state.withLock { state in state.waiting.filter { $0.value.session == session }.map(\.key) }
+        for id in ids { settle(id, with: .performDefaultHandling) }
+    }
+
     /// Forgets challenge `id`, which was never asked (its message could not be sent).
     func discard(_ id: UInt64) {
         _ = state.withLock { $0.waiting.removeValue(forKey: id) }

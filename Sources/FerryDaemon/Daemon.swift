@@ -234,6 +234,7 @@ public actor Daemon {
     /// The owner let the session go: events now wait for a launch.
     func release(_ session: String) {
         update(session) { $0.release() }
+        challenges.sessionReleased(session)
         deliver(session)
     }
 

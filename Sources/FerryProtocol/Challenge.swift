@@ -4,8 +4,9 @@ public import FerryCore
 /// ferryd asks the session's owner what to do: the app's
 /// `urlSession(_:task:didReceive:completionHandler:)`. Sent only to an owner whose hello said
 /// ``Hello/answersChallenges``; the transfer waits for ``Request/answerChallenge(_:)`` with
-/// the same ``challengeID`` (or until its request time-out, or the owner leaves: then ferryd
-/// handles it by default). Not stored.
+/// the same ``challengeID``. When the owner leaves or lets the session go first, ferryd handles
+/// it by default (the credential submitted with the task); when the task's request time-out
+/// passes first, the attempt fails `timedOut`. Not stored.
 ///
 /// ```swift
 /// case .challenge(let challenge):

@@ -20,9 +20,13 @@ struct EditedText: Equatable, Sendable {
 
     private var cursorIndex: String.Index { text.index(text.startIndex, offsetBy: cursor) }
 
+    /// Typed text goes in at the cursor, which stays after it. Counted from the end: typed
+    /// text that starts with a combining mark joins the character before it, so the text may
+    /// grow by fewer characters than were typed.
     mutating func insert(_ typed: String) {
+        let after = text.count - cursor
         text.insert(contentsOf: typed, at: cursorIndex)
-        cursor += typed.count
+        cursor = max(0, text.count - after)
     }
 
     /// Backspace: the character before the cursor.

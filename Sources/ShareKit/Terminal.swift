@@ -93,15 +93,34 @@ final class Terminal: Sendable {
         return stream
     }
 
-    /// The keys in one read's bytes.
+    /// The keys in one read's bytes: a read may hold several (key repeat, a paste, a terminal
+    /// multiplexer's batching), escape sequences among them. A lone ESC ending the read is
+    /// the Esc key; `ESC [` runs to its final byte, `ESC O` takes one more; ESC before
+    /// anything else (Alt with a key) is `other`.
     static func decode(_ bytes: [UInt8]) -> [Key] {
-        if bytes.first == 0x1B { return bytes.count == 1 ? [.escape] : [escapeSequence(bytes)] }
         var keys: [Key] = []
         var text: [UInt8] = []
         func flush() {
             if !text.isEmpty { keys.append(.text(String(decoding: text, as: UTF8.self))); text = [] }
         }
-        for byte in bytes {
+        var index = 0
+        while index < bytes.count {
+            let byte = bytes[index]
+            index += 1
+            if byte == 0x1B {
+                flush()
+                guard index < bytes.count else { keys.append(.escape); break }
+                var end = index + 1  // past the byte after ESC
+                if bytes[index] == UInt8(ascii: "[") {
+                    while end < bytes.count, !(0x40...0x7E).contains(bytes[end]) { end += 1 }
+                    end = min(end + 1, bytes.count)
+                } else if bytes[index] == UInt8(ascii: "O") {
+                    end = min(end + 1, bytes.count)
+                }
+                keys.append(escapeSequence(Array(bytes[(index - 1)..<end])))
+                index = end
+                continue
+            }
             switch byte {
             case 0x7F, 0x08: flush(); keys.append(.backspace)
             case 0x0D, 0x0A: flush(); keys.append(.enter)

@@ -31,6 +31,19 @@ struct PendingChallengesTests {
         #expect(pending.settle(theirs, with: .cancel, from: 2, session: "t"))
     }
 
+    @Test("a session its owner let go: its challenges get the default, other sessions' wait on")
+    func sessionReleased() async {
+        let pending = PendingChallenges()
+        let released = pending.open(connection: 4, session: "gone")
+        let other = pending.open(connection: 4, session: "kept")
+        async let answer = pending.answer(released)
+        try? await Task.sleep(for: .milliseconds(20))
+        pending.sessionReleased("gone")
+        guard case .performDefaultHandling = await answer else { Issue.record("expected the default"); return }
+        #expect(pending.count == 1)
+        #expect(pending.settle(other, with: .cancel, from: 4, session: "kept"))
+    }
+
     @Test("a waiter cancelled (its transfer timed out) gets the default, and the late answer is refused")
     func cancelled() async {
         let pending = PendingChallenges()

@@ -141,6 +141,12 @@ struct ComposeTests {
         ]
         for (sequence, key) in sequences { #expect(Terminal.decode([0x1B] + Array(sequence.utf8)) == [key], "ESC \(sequence)") }
         #expect(Terminal.decode([0x01, 0x05]) == [.home, .end], "Ctrl-A, Ctrl-E")
+        // One read, several keys (key repeat, a multiplexer's batching): none lost, none typed.
+        #expect(Terminal.decode(Array("\u{1B}[D\u{1B}[D".utf8)) == [.left, .left])
+        #expect(Terminal.decode(Array("x\u{1B}[Dy\u{1B}[3~".utf8)) == [.text("x"), .left, .text("y"), .delete])
+        #expect(Terminal.decode(Array("a\u{1B}".utf8)) == [.text("a"), .escape], "a lone ESC ending the read")
+        #expect(Terminal.decode(Array("\u{1B}xz".utf8)) == [.other, .text("z")], "Alt-x")
+        #expect(Terminal.decode(Array("\u{1B}[".utf8)) == [.other], "a sequence cut by the read's end")
         #expect(Terminal.decode([0x03]) == [.interrupt])
         #expect(Terminal.decode(Array("é!".utf8) + [0x7F]) == [.text("é!"), .backspace])
     }
@@ -187,6 +193,17 @@ struct ComposeTests {
         #expect(text.text == "Highland Cowsé" && text.cursor == 13)
         text.clear()
         #expect(text == EditedText())
+        // Typed text that joins the character before it (a combining accent): the cursor stays
+        // within the text, after what was typed.
+        var joined = EditedText("e")
+        joined.insert("\u{301}")
+        #expect(joined.text == "é" && joined.cursor == 1)
+        joined.insert("!")
+        joined.deleteBackward()
+        joined.moveToStart()
+        joined.insert("a")
+        joined.insert("\u{301}x")
+        #expect(joined.text == "áxé" && joined.cursor == 2)
     }
 
     @Test("the screen's cursor: the character under it in inverse video, a block at the end, on the right line of wrapped text")
