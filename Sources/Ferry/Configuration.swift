@@ -141,11 +141,20 @@ public struct Configuration: Sendable {
     }
 
     /// What the session allows of the network, as ferryd is told it.
-    var networkAccess: NetworkAccess {
-        NetworkAccess(
-            waitsForConnectivity: waitsForConnectivity, allowsExpensiveNetworkAccess: allowsExpensiveNetworkAccess,
-            allowsConstrainedNetworkAccess: allowsConstrainedNetworkAccess, allowsCellularAccess: allowsCellularAccess,
-            isDiscretionary: isDiscretionary)
+    package var networkAccess: NetworkAccess {
+        get {
+            NetworkAccess(
+                waitsForConnectivity: waitsForConnectivity, allowsExpensiveNetworkAccess: allowsExpensiveNetworkAccess,
+                allowsConstrainedNetworkAccess: allowsConstrainedNetworkAccess, allowsCellularAccess: allowsCellularAccess,
+                isDiscretionary: isDiscretionary)
+        }
+        set {
+            waitsForConnectivity = newValue.waitsForConnectivity
+            allowsExpensiveNetworkAccess = newValue.allowsExpensiveNetworkAccess
+            allowsConstrainedNetworkAccess = newValue.allowsConstrainedNetworkAccess
+            allowsCellularAccess = newValue.allowsCellularAccess
+            isDiscretionary = newValue.isDiscretionary
+        }
     }
 
     /// Cookies kept on disk for this app (``HTTPCookieStorage/shared``).

@@ -7,9 +7,7 @@ import Foundation
 extension Configuration {
     /// What an in-process task asks of the network before it connects; nil when it asks
     /// nothing (every link allowed, no waiting: the default, which costs nothing).
-    var connectivityRequirement: ConnectivityRequirement? {
-        ConnectivityRequirement(access: networkAccess, waitsForConnectivity: waitsForConnectivity)
-    }
+    var connectivityRequirement: ConnectivityRequirement? { ConnectivityRequirement(access: networkAccess) }
 }
 
 extension ConnectivityRequirement {
@@ -35,10 +33,7 @@ extension ConnectivityRequirement {
 
     /// A session task's wait: its `waitingReason` while it lasts, and its delegate told once.
     func admit(_ transfer: Transfer, task: SessionTask, observer: TaskObserver) async throws -> Transfer {
-        let admitted = try await admit(transfer) { reason in
-            task.noteWaiting(reason)
-            await observer.transferIsWaitingForConnectivity()
-        }
+        let admitted = try await admit(transfer) { reason in await observer.transferIsWaitingForConnectivity(reason) }
         task.noteWaiting(nil)
         return admitted
     }

@@ -1,4 +1,5 @@
 import FerryEngine
+import FerryProtocol
 import Foundation
 
 /// Turns the engine's reports for one task into counters, events and delegate calls
@@ -23,8 +24,11 @@ struct TaskObserver: TransferObserver {
         return disposition == .allow
     }
 
-    /// The task waits for the network (`waitsForConnectivity`): the delegate hears it once.
-    func transferIsWaitingForConnectivity() async {
+    /// The task waits for the network (`waitsForConnectivity`), in this process or in ferryd:
+    /// its `waitingReason` says why, and the delegate hears it (once per task: both callers
+    /// call it once).
+    func transferIsWaitingForConnectivity(_ reason: WaitingReason) async {
+        task.noteWaiting(reason)
         guard let delegate = session.delegate else { return }
         let (session, task) = (self.session, self.task)
         await session.delegateQueue.ask { await delegate.session(session, taskIsWaitingForConnectivity: task) }

@@ -113,10 +113,7 @@ struct TransferOptions: ParsableArguments {
     }
 
     /// What the network options ask before a transfer connects (nil: nothing, the default).
-    var connectivity: ConnectivityRequirement? {
-        let access = networkAccess
-        return ConnectivityRequirement(access: access, waitsForConnectivity: access.waitsForConnectivity)
-    }
+    var connectivity: ConnectivityRequirement? { ConnectivityRequirement(access: networkAccess) }
 
     /// The network options as a session's settings (the one place the flags are read).
     var networkAccess: NetworkAccess {

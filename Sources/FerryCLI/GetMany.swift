@@ -173,15 +173,11 @@ struct GetMany {
                     configuration.timeoutIntervalForRequest = options.timeout
                     if let maxTime = options.maxTime { configuration.timeoutIntervalForResource = maxTime }
                     configuration.retryPolicy = options.retryPolicy
-                    let access = options.networkAccess
-                    configuration.waitsForConnectivity = access.waitsForConnectivity
-                    configuration.allowsExpensiveNetworkAccess = access.allowsExpensiveNetworkAccess
-                    configuration.allowsConstrainedNetworkAccess = access.allowsConstrainedNetworkAccess
-                    configuration.allowsCellularAccess = access.allowsCellularAccess
+                    configuration.networkAccess = options.networkAccess
                     let made = IncomingFolder(in: folder)
                     configuration.downloadDirectory = made.url
                     partials = made
-                    session = Session(configuration: configuration, delegate: access.waitsForConnectivity ? NetworkWaitNotes(options: options) : nil)
+                    session = Session(configuration: configuration, delegate: configuration.waitsForConnectivity ? NetworkWaitNotes(options: options) : nil)
                 }
                 if running >= window, let (done, result) = await group.next() { record(done, result) }
                 let current = session!

@@ -50,29 +50,24 @@ final class PendingChallenges: Sendable {
                 if let now { continuation.resume(returning: now) }
             }
         } onCancel: {
-            settle(id, with: .performDefaultHandling)
+            settle([id], with: .performDefaultHandling)
         }
     }
 
     /// The owner answered: false when no challenge `id` of `session` waits for `connection`.
     func settle(_ id: UInt64, with answer: ChallengeAnswer, from connection: UInt64, session: String) -> Bool {
-        let known = state.withLock { state in
-            state.waiting[id].map { $0.connection == connection && $0.session == session && $0.settled == nil } ?? false
-        }
-        return known && settle(id, with: answer)
+        settle([id], with: answer) { $0.connection == connection && $0.session == session } > 0
     }
 
     /// Every challenge asked of `connection` gets the default: it closed.
     func connectionClosed(_ connection: UInt64) {
-        let ids = state.withLock { state in state.waiting.filter { $0.value.connection == connection }.map(\.key) }
-        for id in ids { settle(id, with: .performDefaultHandling) }
+        settle(nil, with: .performDefaultHandling) { $0.connection == connection }
     }
 
     /// Every challenge of `session` gets the default: its owner let it go (its answer would
     /// now be refused as not the owner's).
     func sessionReleased(_ session: String) {
-        let ids = state.withLock { state in state.waiting.filter { $0.value.session == session }.map(\.key) }
-        for id in ids { settle(id, with: .performDefaultHandling) }
+        settle(nil, with: .performDefaultHandling) { $0.session == session }
     }
 
     /// Forgets challenge `id`, which was never asked (its message could not be sent).
@@ -83,21 +78,29 @@ final class PendingChallenges: Sendable {
     /// How many challenges wait (for tests and status).
     var count: Int { state.withLock { $0.waiting.count } }
 
+    /// Settles the challenges `ids` (nil: all) that `matches` and that are not settled yet,
+    /// in one look under the lock, and returns how many. A waiter is resumed (outside the
+    /// lock); one that has not come yet finds the answer in `answer(_:)`.
     @discardableResult
-    private func settle(_ id: UInt64, with answer: ChallengeAnswer) -> Bool {
-        let continuation = state.withLock { state -> CheckedContinuation<ChallengeAnswer, Never>?? in
-            guard var entry = state.waiting[id], entry.settled == nil else { return .none }
-            guard let continuation = entry.continuation else {
-                entry.settled = answer  // `answer(_:)` finds it when it comes
-                state.waiting[id] = entry
-                return .some(nil)
+    private func settle(_ ids: [UInt64]?, with answer: ChallengeAnswer, where matches: (Waiting) -> Bool = { _ in true }) -> Int {
+        let (settled, waiters) = state.withLock { state -> (Int, [CheckedContinuation<ChallengeAnswer, Never>]) in
+            var settled = 0
+            var waiters: [CheckedContinuation<ChallengeAnswer, Never>] = []
+            for id in ids ?? Array(state.waiting.keys) {
+                guard var entry = state.waiting[id], entry.settled == nil, matches(entry) else { continue }
+                settled += 1
+                if let continuation = entry.continuation {
+                    state.waiting[id] = nil
+                    waiters.append(continuation)
+                } else {
+                    entry.settled = answer
+                    state.waiting[id] = entry
+                }
             }
-            state.waiting[id] = nil
-            return .some(continuation)
+            return (settled, waiters)
         }
-        guard let continuation else { return false }
-        continuation?.resume(returning: answer)
-        return true
+        for waiter in waiters { waiter.resume(returning: answer) }
+        return settled
     }
 }
 

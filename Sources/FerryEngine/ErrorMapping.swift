@@ -53,14 +53,14 @@ extension FerryError {
             }
             // Every address had no route (ENETUNREACH): the platform's "not connected".
             if !error.connectionErrors.isEmpty, error.connectionErrors.allSatisfy({ ($0.error as? IOError)?.errnoCode == ENETUNREACH }) {
-                return FerryError(.notConnectedToInternet, "no network: no route to \(url.host ?? "the host")", url: url, underlying: error)
+                return noRoute(to: url, underlying: error)
             }
             return FerryError(.cannotConnectToHost, "could not connect to \(url.host ?? ""):\(url.port.map(String.init) ?? "default port")", url: url, underlying: error)
         }
         if let error = error as? IOError {
             switch error.errnoCode {
             case ENETUNREACH:
-                return FerryError(.notConnectedToInternet, "no network: no route to \(url.host ?? "the host")", url: url, underlying: error)
+                return noRoute(to: url, underlying: error)
             case ECONNREFUSED, EHOSTUNREACH:
                 return FerryError(.cannotConnectToHost, "could not connect to \(url.host ?? ""): \(error.description)", url: url, underlying: error)
             case ECONNRESET, EPIPE:
@@ -99,6 +99,11 @@ extension FerryError {
                               url: url, underlying: error)
         }
         return FerryError(.unknown, String(describing: error), url: url, underlying: error)
+    }
+
+    /// No route to the host (ENETUNREACH, for every address tried): the platform's "not connected".
+    private static func noRoute(to url: URL, underlying: any Error) -> FerryError {
+        FerryError(.notConnectedToInternet, "no network: no route to \(url.host ?? "the host")", url: url, underlying: underlying)
     }
 }
 

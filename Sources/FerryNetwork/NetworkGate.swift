@@ -10,7 +10,7 @@ import Synchronization
 /// platforms, `isDiscretionary` is for background sessions only (ferryd judges those).
 ///
 /// ```swift
-/// if let requirement = ConnectivityRequirement(access: access, waitsForConnectivity: true) {
+/// if let requirement = ConnectivityRequirement(access: NetworkAccess(waitsForConnectivity: true)) {
 ///     try await requirement.admit(host: "example.com", within: .seconds(60)) { reason in print(reason.message) }
 /// }
 /// ```
@@ -19,11 +19,10 @@ package struct ConnectivityRequirement: Sendable {
     package let access: NetworkAccess
 
     /// Nil when there is nothing to ask: every link allowed and no waiting (a task then
-    /// connects at once, and no monitor runs for it).
-    package init?(access: NetworkAccess, waitsForConnectivity: Bool) {
+    /// connects at once, and no monitor runs for it). `isDiscretionary` is not looked at.
+    package init?(access: NetworkAccess) {
         var access = access
         access.isDiscretionary = false
-        access.waitsForConnectivity = waitsForConnectivity
         guard access != .unrestricted else { return nil }
         self.access = access
     }

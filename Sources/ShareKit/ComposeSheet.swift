@@ -134,13 +134,9 @@ final class ComposeSheet {
         return "\u{1B}[H\u{1B}[2J" + lines.joined(separator: "\r\n") + "\r\n"
     }
 
-    /// Lines of at most `width` characters, breaking at spaces where it can.
-    nonisolated static func wrap(_ text: String, width: Int) -> [String] {
-        wrappedLines(text, width: width).map(\.text)
-    }
-
-    /// ``wrap(_:width:)``'s lines, each with the offset (in characters) of its first
-    /// character in `text`: a space a line breaks at, and a newline, belong to no line.
+    /// Lines of at most `width` characters, breaking at spaces where it can, each with the
+    /// offset (in characters) of its first character in `text`: a space a line breaks at, and
+    /// a newline, belong to no line.
     nonisolated static func wrappedLines(_ text: String, width: Int) -> [(text: String, start: Int)] {
         var lines: [(text: String, start: Int)] = []
         var offset = 0

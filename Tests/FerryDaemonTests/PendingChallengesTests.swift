@@ -18,30 +18,41 @@ struct PendingChallengesTests {
         #expect(pending.count == 0)
     }
 
-    @Test("a closed connection settles its challenges with the default, not another connection's")
-    func connectionClosed() async {
-        let pending = PendingChallenges()
-        let mine = pending.open(connection: 1, session: "s")
-        let theirs = pending.open(connection: 2, session: "t")
-        async let answer = pending.answer(mine)
-        try? await Task.sleep(for: .milliseconds(20))
-        pending.connectionClosed(1)
-        guard case .performDefaultHandling = await answer else { Issue.record("expected the default"); return }
-        #expect(pending.count == 1)
-        #expect(pending.settle(theirs, with: .cancel, from: 2, session: "t"))
+    /// How an owner stops being able to answer.
+    enum Leaving: CaseIterable, Sendable {
+        /// Its connection closes: the challenges asked of it go, another connection's stay.
+        case connectionClosed
+        /// It lets the session go on an open connection: that session's go, another session's stay.
+        case sessionReleased
+
+        /// The challenge that must get the default and the one that must wait on, as (connection, session).
+        var asked: (leaving: (UInt64, String), staying: (UInt64, String)) {
+            switch self {
+            case .connectionClosed: ((1, "s"), (2, "t"))
+            case .sessionReleased: ((4, "gone"), (4, "kept"))
+            }
+        }
+
+        func leave(_ pending: PendingChallenges) {
+            switch self {
+            case .connectionClosed: pending.connectionClosed(1)
+            case .sessionReleased: pending.sessionReleased("gone")
+            }
+        }
     }
 
-    @Test("a session its owner let go: its challenges get the default, other sessions' wait on")
-    func sessionReleased() async {
+    @Test("an owner that closes its connection or lets the session go: those challenges get the default, the others wait on", arguments: Leaving.allCases)
+    func ownerLeaves(_ leaving: Leaving) async {
         let pending = PendingChallenges()
-        let released = pending.open(connection: 4, session: "gone")
-        let other = pending.open(connection: 4, session: "kept")
-        async let answer = pending.answer(released)
+        let (gone, kept) = leaving.asked
+        let leavingID = pending.open(connection: gone.0, session: gone.1)
+        let stayingID = pending.open(connection: kept.0, session: kept.1)
+        async let answer = pending.answer(leavingID)
         try? await Task.sleep(for: .milliseconds(20))
-        pending.sessionReleased("gone")
+        leaving.leave(pending)
         guard case .performDefaultHandling = await answer else { Issue.record("expected the default"); return }
         #expect(pending.count == 1)
-        #expect(pending.settle(other, with: .cancel, from: 4, session: "kept"))
+        #expect(pending.settle(stayingID, with: .cancel, from: kept.0, session: kept.1))
     }
 
     @Test("a waiter cancelled (its transfer timed out) gets the default, and the late answer is refused")

@@ -167,7 +167,7 @@ struct ComposeTests {
         #expect(!fine.contains("\u{1B}[31m"))
         #expect(!fine.contains("(disabled)"))
         #expect(fine.contains("loading attachments"))
-        #expect(ComposeSheet.wrap("one two three", width: 7) == ["one", "two", "three"])
+        #expect(ComposeSheet.wrappedLines("one two three", width: 7).map(\.text) == ["one", "two", "three"])
     }
 
     @Test("editing: insert, Backspace and Delete at the cursor, moves that stop at both ends, Ctrl-U, characters not bytes")

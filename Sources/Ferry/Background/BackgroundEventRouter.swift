@@ -41,12 +41,8 @@ struct BackgroundEventRouter: Sendable {
                 link.tookMessage()
                 self.progress(progress)
             case .waitingForConnectivity(let waiting):
-                for task in session.backgroundTasks(waiting.taskIdentifier) { task.noteWaiting(waiting.reason) }
-                if let delegate = session.delegate {
-                    let session = self.session
-                    for task in session.backgroundTasks(waiting.taskIdentifier) {
-                        await session.delegateQueue.ask { await delegate.session(session, taskIsWaitingForConnectivity: task) }
-                    }
+                for task in session.backgroundTasks(waiting.taskIdentifier) {
+                    await TaskObserver(task: task).transferIsWaitingForConnectivity(waiting.reason)
                 }
             case .eventsFinished:
                 if let delegate = session.delegate {
