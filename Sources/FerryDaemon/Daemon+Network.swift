@@ -23,6 +23,7 @@ extension Daemon {
             "mains": "\(conditions.isOnMains)",
         ])
         networkRead.signal()
+        await interruptTransfersThatLostTheirRoute()
         if conditions.isBetter(than: before) {
             do {
                 let due = try await store.retryNow(backingOffFrom: Self.unreachableErrorCodes, now: clock.now)
@@ -32,6 +33,36 @@ extension Daemon {
             }
         }
         wakeup.signal()
+    }
+
+    /// Stops the running transfers whose link went down (or no longer routes to their host)
+    /// and puts them back to wait, their resume points kept: the kernel does not close
+    /// a TCP connection when its link goes, so without this a transfer would sit until its
+    /// request time-out (60 s by default) and then count as a failed attempt. The scheduler's
+    /// next pass holds them (`noNetwork`, told once to an owner that asked) or starts them
+    /// over another link. The attempt counts, as a lost connection's does.
+    func interruptTransfersThatLostTheirRoute() async {
+        let lost = running.filter { _, task in
+            task.stop == nil && !task.completing && task.link.map { network.hasLost($0, toward: task.host) } == true
+        }
+        guard !lost.isEmpty else { return }
+        logger.notice("route lost: interrupting transfers", metadata: [
+            "tasks": "\(lost.count)", "links": "\(Set(lost.values.compactMap(\.link)).sorted().joined(separator: ","))",
+        ])
+        await withTaskGroup(of: Void.self) { group in
+            for key in lost.keys { group.addTask { await self.interrupt(key, because: .routeLost) } }
+        }
+        for key in lost.keys {
+            do {
+                _ = try await store.updateTask(session: key.session, task: key.task, now: clock.now) { record in
+                    if record.state == .running { record.state = .waiting }
+                }
+            } catch {
+                logger.warning("cannot put an interrupted task back to wait", metadata: [
+                    "session": "\(key.session)", "task": "\(key.task)", "error": "\(error)",
+                ])
+            }
+        }
     }
 
     /// Waits (at most `limit`, in real time) for the monitor's first reading.

@@ -22,12 +22,17 @@ struct SessionLookup {
 /// Why a running transfer is being stopped by ferryd rather than ending on its own.
 enum StopReason: Sendable {
     case suspend, cancel, shutdown
+    /// The link its connection left by went down, or nothing routes to its host any more.
+    case routeLost
 }
 
 /// A task holding a slot: its host (for the per-host limit) and the control of its attempt.
 struct RunningTask: Sendable {
     var session: String
     var host: String
+    /// The link the network reading routed its host over when it started (nil without a
+    /// reading, or over loopback): when that link goes down, its connection is dead too.
+    var link: String?
     var attempt = StopControl()
     var stop: StopReason?
     /// The transfer succeeded and its outcome is being stored (a download delivered, events
@@ -168,7 +173,7 @@ extension Daemon {
                 kind: .hostLimit, host: host,
                 message: "the session already runs \(limit) tasks against \(host) (httpMaximumConnectionsPerHost)")
         }
-        let task = RunningTask(session: record.sessionIdentifier, host: host)
+        let task = RunningTask(session: record.sessionIdentifier, host: host, link: network.link(toward: host))
         running[key] = task
         schedule(.attempt(record, session, task.attempt))
         return nil

@@ -27,6 +27,21 @@ package struct NetworkConditions: Hashable, Sendable {
         return NetworkStatus(source: source, hasDefaultRoute: path.hasDefaultRoute, links: links, isOnMains: isOnMains)
     }
 
+    /// The link a connection to `host` leaves by now: nil before the first reading, over
+    /// loopback, or when no link routes there.
+    package func link(toward host: String) -> String? {
+        guard let link = path?.link(toward: host), !link.isLoopback else { return nil }
+        return link.name
+    }
+
+    /// Whether a connection made to `host` over `link` has lost its way in this reading: the
+    /// link is down or gone, or no longer routes to the host. A better route appearing beside
+    /// one that stays is not a loss (the connection still works).
+    package func hasLost(_ link: String, toward host: String) -> Bool {
+        guard let path else { return false }
+        return path.links[link]?.isUp != true || !path.reaches(host, over: link)
+    }
+
     /// Why a task to `host` may not start, or nil when it may.
     package func hold(host: String, access: NetworkAccess) -> WaitingReason? {
         guard let path else { return nil }

@@ -56,6 +56,15 @@ package struct NetworkPath: Hashable, Sendable {
         return best.isLocal ? .loopback : links[best.link]
     }
 
+    /// Whether `link` still has a usable route to `host` (for a name, a default route): a
+    /// connection that left by it can still be carried, even when another link is now better.
+    package func reaches(_ host: String, over link: String) -> Bool {
+        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        let over = usable(routes.filter { $0.link == link })
+        guard let address = Self.address(bare) else { return over.contains(where: \.isDefault) }
+        return over.contains { $0.destination.count == address.count && Self.prefix(of: address, matches: $0) }
+    }
+
     /// Whether a host name (not a literal) would find a link: the "online" of `ferry daemon status`.
     package var hasDefaultRoute: Bool { !usable(routes.filter(\.isDefault)).isEmpty }
 

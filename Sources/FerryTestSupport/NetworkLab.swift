@@ -24,6 +24,8 @@ public final class NetworkLab: Sendable {
     public let server: String
     /// The client end of the veth pair (in `client`).
     public let clientLink: String
+    /// The server end of the veth pair (in `server`).
+    public let serverLink: String
     public let root: URL
     public static let nearHost = "10.200.0.1"
     public static let farHost = "10.201.0.1"
@@ -34,6 +36,7 @@ public final class NetworkLab: Sendable {
         client = "ferry-\(tag)-c"
         server = "ferry-\(tag)-s"
         clientLink = "fc\(tag)"
+        serverLink = "fs\(tag)"
         self.root = root
     }
 
@@ -48,13 +51,13 @@ public final class NetworkLab: Sendable {
         do {
             try ip("netns", "add", lab.client)
             try ip("netns", "add", lab.server)
-            try ip("link", "add", lab.clientLink, "type", "veth", "peer", "name", "fs\(tag)")
+            try ip("link", "add", lab.clientLink, "type", "veth", "peer", "name", lab.serverLink)
             try ip("link", "set", lab.clientLink, "netns", lab.client)
-            try ip("link", "set", "fs\(tag)", "netns", lab.server)
+            try ip("link", "set", lab.serverLink, "netns", lab.server)
             try ip("-n", lab.server, "link", "set", "lo", "up")
             try ip("-n", lab.server, "address", "add", "\(farHost)/32", "dev", "lo")
-            try ip("-n", lab.server, "address", "add", "\(nearHost)/24", "dev", "fs\(tag)")
-            try ip("-n", lab.server, "link", "set", "fs\(tag)", "up")
+            try ip("-n", lab.server, "address", "add", "\(nearHost)/24", "dev", lab.serverLink)
+            try ip("-n", lab.server, "link", "set", lab.serverLink, "up")
             try ip("-n", lab.client, "link", "set", "lo", "up")
             try ip("-n", lab.client, "address", "add", "10.200.0.2/24", "dev", lab.clientLink)
             try lab.setLink(up: true)
@@ -78,6 +81,13 @@ public final class NetworkLab: Sendable {
     public func setLink(up: Bool) throws {
         try Self.ip("-n", client, "link", "set", clientLink, up ? "up" : "down")
         if up { try setDefaultRoute(present: true) }
+    }
+
+    /// Sends the server's answers at most `bytesPerSecond` (a token bucket on its end of the
+    /// link), so that a transfer is still under way when a test changes the network.
+    public func limitServerRate(bytesPerSecond: Int) throws {
+        try Self.ip("netns", "exec", server, "tc", "qdisc", "replace", "dev", serverLink, "root", "tbf",
+                    "rate", "\(bytesPerSecond * 8)bit", "burst", "32kbit", "latency", "1s")
     }
 
     public func setDefaultRoute(present: Bool) throws {

@@ -25,6 +25,30 @@ struct NetworkPathTests {
             .init(destination: [192, 168, 1, 20], prefixLength: 32, link: "eth0", isLocal: true),
         ])
 
+    @Test("a running transfer has lost its way when its link goes down or away or no longer routes to its host, not when a better route appears")
+    func lostRoutes() {
+        let before = NetworkConditions(path: Self.path)
+        #expect(before.link(toward: "example.com") == "eth0")
+        #expect(before.link(toward: "127.0.0.1") == nil, "loopback is never lost")
+        #expect(!before.hasLost("eth0", toward: "example.com"))
+        #expect(!NetworkConditions().hasLost("eth0", toward: "example.com"), "no reading: nothing is lost")
+
+        var down = Self.path
+        down.links["eth0"]?.isUp = false
+        #expect(NetworkConditions(path: down).hasLost("eth0", toward: "example.com"), "its link is down (wwan0 routes it now)")
+        var gone = Self.path
+        gone.links["eth0"] = nil
+        #expect(NetworkConditions(path: gone).hasLost("eth0", toward: "192.168.1.7"))
+        var unrouted = Self.path
+        unrouted.routes.removeAll { $0.link == "wwan0" }
+        #expect(NetworkConditions(path: unrouted).hasLost("wwan0", toward: "10.65.1.1"), "wwan0 is up, but no longer routes to the host (eth0's default route does)")
+        var better = Self.path
+        better.links["eth1"] = .init(name: "eth1", isUp: true, isLoopback: false)
+        better.routes.append(.init(destination: [0, 0, 0, 0], prefixLength: 0, link: "eth1", metric: 10))
+        #expect(NetworkConditions(path: better).link(toward: "example.com") == "eth1")
+        #expect(!NetworkConditions(path: better).hasLost("eth0", toward: "example.com"), "eth0 is still up: its connection still works")
+    }
+
     @Test("an IP literal takes its longest matching route whose link is up; a name takes the best default route")
     func routeLookup() {
         let path = Self.path

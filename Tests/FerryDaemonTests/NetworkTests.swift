@@ -115,6 +115,47 @@ struct NetworkTests {
         #expect(ferryd.log.contains("network changed"))
     }
 
+    @Test("a download whose link goes down mid-transfer waits again within 2 s (noNetwork), not until its request time-out, and finishes whole once the link is back")
+    func linkDownMidTransfer() async throws {
+        let (lab, ferryd) = try await Self.setUp()
+        defer { ferryd.cleanUp(); lab.remove() }
+        let size = 1 << 20
+        try Data(TestContent.bytes(count: size, seed: 11)).write(to: lab.www.appendingPathComponent("slow.bin"))
+        try lab.limitServerRate(bytesPerSecond: 256 << 10)  // 4 s for the file
+        let client = try await RawClient.connected(to: ferryd.socketPath)
+        try await Self.attach("mid", NetworkAccess(waitsForConnectivity: true), on: client)
+        let task = try await client.submit(.download("mid", lab.url("/slow.bin"))).taskIdentifier
+        try await poll(until: "the web server to answer the download", timeout: .seconds(10), every: .milliseconds(20),
+                       observed: "its log: \(lab.requests.suffix(3))") {
+            lab.requests.contains { $0.contains("GET /slow.bin ") }
+        }
+        try await Task.sleep(for: .milliseconds(500))  // bytes are flowing
+        #expect(try await Self.task("mid", task, on: client).state == .running)
+
+        let down = ContinuousClock.now
+        try lab.setLink(up: false)
+        let reason = try await Self.waits("mid", task, for: .noNetwork, on: client, ferryd: ferryd)
+        let waited = ContinuousClock.now - down
+        #expect(waited < .seconds(2), "the task waited again \(waited) after its link went down")
+        #expect(reason.message.contains("no network"), "\(reason.message)")
+        #expect(try await Self.task("mid", task, on: client).state == .waiting)
+        #expect(ferryd.log.contains("route lost: interrupting transfers"), "ferryd's log:\n\(ferryd.log.suffix(2000))")
+
+        try lab.setLink(up: true)
+        let pushes = try await client.pushes(timeout: 60) { message in
+            guard let event = message.event, event.taskIdentifier == task else { return false }
+            if case .failed = event.kind { return true }
+            return event.kind == .completed
+        }
+        let told = pushes.filter { if case .waitingForConnectivity(let w) = $0, w.taskIdentifier == task { true } else { false } }
+        #expect(told.count == 1, "the owner hears once that the task waits: \(told)")
+        let events = pushes.compactMap(\.event)
+        #expect(events.of(task).last?.kind == .completed, "\(events.of(task).map(\.kind.name)); ferryd's log:\n\(ferryd.log.suffix(3000))")
+        #expect(try TestFiles.sha256Hex(ofFile: finishedFile(events, task: task)) == TestContent.sha256Hex(count: size, seed: 11))
+        #expect(lab.requests.filter { $0.contains("GET /slow.bin ") }.count == 2, "asked again once the link was back: \(lab.requests)")
+        #expect(try await Self.task("mid", task, on: client).attemptCount == 2, "the interrupted attempt counts, as a lost connection's does")
+    }
+
     @Test("without a default route a host behind it waits while one on the link is fetched; restoring the route starts it within a second")
     func defaultRouteRemoved() async throws {
         let (lab, ferryd) = try await Self.setUp()
