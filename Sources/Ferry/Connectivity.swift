@@ -31,6 +31,18 @@ extension ConnectivityRequirement {
         return admitted
     }
 
+    /// Runs `body`, the admitted `transfer`, and stops it with `stop` when its link goes (see
+    /// ``ConnectivityRequirement/following(host:gate:stop:_:)``): the error is then
+    /// `networkConnectionLost`, as on Apple's platforms when a connection's interface goes.
+    package func following<T>(_ transfer: Transfer, stop: @escaping @Sendable () -> Void, _ body: () async throws -> T) async throws -> T {
+        guard let host = transfer.request.url.host, !host.isEmpty else { return try await body() }
+        do {
+            return try await following(host: host, stop: stop, body)
+        } catch let failure as ConnectivityFailure {
+            throw FerryError(failure, url: transfer.request.url)
+        }
+    }
+
     /// A session task's wait: its `waitingReason` while it lasts, and its delegate told once.
     func admit(_ transfer: Transfer, task: SessionTask, observer: TaskObserver) async throws -> Transfer {
         let admitted = try await admit(transfer) { reason in await observer.transferIsWaitingForConnectivity(reason) }
@@ -53,6 +65,8 @@ extension FerryError {
             }
         case .timedOut(let reason):
             self.init(.timedOut, "waited for connectivity longer than the resource time-out: \(reason.message)", url: url)
+        case .routeLost(let link):
+            self.init(.networkConnectionLost, "the network link \(link) went down (or no longer routes to the host) during the transfer", url: url)
         }
     }
 }

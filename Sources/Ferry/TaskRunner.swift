@@ -66,7 +66,9 @@ struct InProcessRunner: TaskRunner {
             transfer = made
             // A time-out racing the transfer's end may still stop this task after `run` returned:
             // what follows must not wait on anything cancellable.
-            let result = try await engine.run(made, observer: observer, cancellingWith: { handle.stop() })
+            let result = try await followingRoute(made, handle: handle) {
+                try await engine.run(made, observer: observer, cancellingWith: { handle.stop() })
+            }
             task.lock.withLockedValue { $0.response = result.response }
             guard task.isCurrent(generation) else { return }
             await task.didFinishTransfer(result)
@@ -82,6 +84,13 @@ struct InProcessRunner: TaskRunner {
             let mapped = task.errorForFailure(FerryError.from(error, url: task.originalRequest.url))
             task.finish(error: mapped, generation: generation)
         }
+    }
+
+    /// A session that asked about the network (its gate watches) has its running transfers'
+    /// routes followed too; the default session asks nothing and costs nothing.
+    private func followingRoute(_ transfer: Transfer, handle: RunHandle, _ body: () async throws -> TransferResult) async throws -> TransferResult {
+        guard let connectivity else { return try await body() }
+        return try await connectivity.following(transfer, stop: { handle.stop() }, body)
     }
 
     func suspend(_ task: SessionTask) {
@@ -133,25 +142,27 @@ struct UnavailableRunner: TaskRunner {
 /// The Swift task of one in-process run, which suspend and cancel cancel. It is made before
 /// the task exists (the task is noted as running first, so that a run that ends at once finds
 /// it), and a stop that comes before the task does cancels it when it arrives.
-final class RunHandle: Sendable {
+package final class RunHandle: Sendable {
     private struct State {
-        var task: Task<Void, Never>?
+        var cancel: (@Sendable () -> Void)?
         var stopped = false
     }
     private let state = Mutex(State())
 
-    func attach(_ task: Task<Void, Never>) {
+    package init() {}
+
+    package func attach<Success: Sendable>(_ task: Task<Success, Never>) {
         let stopNow = state.withLock { state -> Bool in
-            state.task = task
+            state.cancel = { task.cancel() }
             return state.stopped
         }
         if stopNow { task.cancel() }
     }
 
-    func stop() {
-        state.withLock { state -> Task<Void, Never>? in
+    package func stop() {
+        state.withLock { state -> (@Sendable () -> Void)? in
             state.stopped = true
-            return state.task
-        }?.cancel()
+            return state.cancel
+        }?()
     }
 }

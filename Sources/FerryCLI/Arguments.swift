@@ -135,17 +135,17 @@ struct TransferOptions: ParsableArguments {
 /// it may use, as a session's task does.
 func runInterruptibly(_ transfer: Transfer, observer: CLIObserver, options: TransferOptions, connections: Int = 6) async throws -> Result<TransferResult, FerryError> {
     let engine = try TransferEngine(configuration: options.engineConfiguration(connections: connections))
+    let handle = RunHandle()  // stops the work when the transfer's link goes
     let work = Task { () -> Result<TransferResult, FerryError> in
         do {
-            var transfer = transfer
-            if let connectivity = options.connectivity {
-                transfer = try await connectivity.admit(transfer) { reason in options.note("waiting for the network: \(reason.message)") }
-            }
-            return .success(try await engine.run(transfer, observer: observer))
+            guard let connectivity = options.connectivity else { return .success(try await engine.run(transfer, observer: observer)) }
+            let admitted = try await connectivity.admit(transfer) { reason in options.note("waiting for the network: \(reason.message)") }
+            return .success(try await connectivity.following(admitted, stop: { handle.stop() }) { try await engine.run(admitted, observer: observer) })
         } catch {
             return .failure(FerryError.from(error, url: transfer.request.url))
         }
     }
+    handle.attach(work)
     let interrupts = Interrupts { work.cancel() }
     let outcome = await work.value
     interrupts.remove()

@@ -52,12 +52,39 @@ package struct ConnectivityRequirement: Sendable {
     }
 }
 
-/// Why an in-process transfer did not start.
+extension ConnectivityRequirement {
+    /// Runs `body` (a transfer to `host` that was admitted) and follows its route meanwhile:
+    /// when a reading finds the link it left by down, or no longer routing to `host`, `stop`
+    /// is called (it must make `body` end, as cancelling its task does) and this throws
+    /// ``ConnectivityFailure/routeLost(_:)`` whatever `body` threw. The kernel keeps such a TCP
+    /// connection open, so without this the transfer would sit until its request time-out.
+    package func following<T>(
+        host: String, gate: NetworkGate = .shared, stop: @escaping @Sendable () -> Void, _ body: () async throws -> T
+    ) async throws -> T {
+        let lost = Mutex<String?>(nil)
+        let follower = gate.follow(host: host) { link in
+            lost.withLock { $0 = link }
+            stop()
+        }
+        defer { follower.map(gate.unfollow) }
+        do {
+            return try await body()
+        } catch {
+            if let link = lost.withLock({ $0 }) { throw ConnectivityFailure.routeLost(link) }
+            throw error
+        }
+    }
+}
+
+/// Why an in-process transfer did not start, or stopped.
 package enum ConnectivityFailure: Error, Sendable {
     /// The network does not offer what the session allows, and the session does not wait.
     case unavailable(WaitingReason)
     /// The session waited for it longer than the task's resource time-out.
     case timedOut(WaitingReason)
+    /// The link the running transfer's connection left by went down (named), or no longer
+    /// routes to its host.
+    case routeLost(String)
 }
 
 /// The network as an app's in-process sessions see it: one ``NetworkWatch`` for the process
@@ -75,6 +102,14 @@ package final class NetworkGate: Sendable {
         var generation = 0
         var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
         var nextWaiter = 0
+        /// Running transfers whose route each reading checks (``follow(host:lost:)``).
+        var followers: [Int: Follower] = [:]
+        var nextFollower = 0
+    }
+    private struct Follower {
+        let host: String
+        let link: String
+        let lost: @Sendable (String) -> Void
     }
     private let state = Mutex(State())
     private let environment: [String: String]
@@ -129,14 +164,33 @@ package final class NetworkGate: Sendable {
         }
     }
 
+    /// Follows a running transfer to `host`: `lost` is called once, with the link's name, by
+    /// the first reading that finds the link it leaves by now down or no longer routing to
+    /// `host`. Nil when there is nothing to follow (no reading yet, loopback, no route).
+    func follow(host: String, lost: @escaping @Sendable (String) -> Void) -> Int? {
+        state.withLock { state in
+            guard let link = state.conditions?.link(toward: host) else { return nil }
+            defer { state.nextFollower += 1 }
+            state.followers[state.nextFollower] = Follower(host: host, link: link, lost: lost)
+            return state.nextFollower
+        }
+    }
+
+    func unfollow(_ follower: Int) {
+        _ = state.withLock { $0.followers.removeValue(forKey: follower) }
+    }
+
     private func publish(_ conditions: NetworkConditions) {
-        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+        let (waiters, lost) = state.withLock { state -> ([CheckedContinuation<Void, Never>], [Follower]) in
             state.conditions = conditions
             state.generation += 1
             defer { state.waiters = [:] }
-            return Array(state.waiters.values)
+            let lost = state.followers.filter { conditions.hasLost($0.value.link, toward: $0.value.host) }
+            for id in lost.keys { state.followers[id] = nil }
+            return (Array(state.waiters.values), Array(lost.values))
         }
         for waiter in waiters { waiter.resume() }
+        for follower in lost { follower.lost(follower.link) }
     }
 
     private func makeWatch() -> NetworkWatch {

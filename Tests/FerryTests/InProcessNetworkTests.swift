@@ -109,6 +109,43 @@ struct InProcessNetworkTests {
     }
 
     /// `ferry args…` started inside the lab's client namespace.
+    @Test("a running transfer whose link goes down ends within 2 s with networkConnectionLost (not at its request time-out), through the engine and through a Session")
+    func linkDownMidTransfer() async throws {
+        let lab = try NetworkLab.make()
+        defer { lab.remove() }
+        try Data(TestContent.bytes(count: 1 << 20, seed: 5)).write(to: lab.www.appendingPathComponent("slow.bin"))
+        try await lab.startServer()
+        try lab.limitServerRate(bytesPerSecond: 128 << 10)  // 8 s for the file
+        let list = lab.root.appendingPathComponent("list.txt")
+        try lab.url("/slow.bin").write(to: list, atomically: true, encoding: .utf8)
+        let folder = lab.root.appendingPathComponent("many")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        // --no-cellular: the session asks about the network, so its gate follows the route.
+        let ways: [(name: String, arguments: [String])] = [
+            ("ferry get", ["get", lab.url("/slow.bin"), "-o", lab.root.appendingPathComponent("slow.bin").path, "--no-cellular", "--json"]),
+            ("a Session", ["get", "--many", list.path, "--dir", folder.path, "--no-batch", "--no-cellular"]),
+        ]
+        for (round, way) in ways.enumerated() {
+            let get = try spawnFerry(lab, way.arguments, log: lab.root.appendingPathComponent("get-\(round).log"))
+            defer { get.kill() }
+            try await poll(until: "the web server to answer \(way.name)'s request", timeout: .seconds(10), every: .milliseconds(20),
+                           observed: "its log: \(lab.requests.suffix(3)); ferry: \(get.output)") {
+                lab.requests.filter { $0.contains("GET /slow.bin ") }.count > round
+            }
+            try await Task.sleep(for: .milliseconds(500))  // bytes are flowing
+            #expect(get.isRunning, "\(way.name): \(get.output)")
+            let down = ContinuousClock.now
+            try lab.setLink(up: false)
+            let status = try await get.exit(within: .seconds(5))
+            let took = ContinuousClock.now - down
+            #expect(took < .seconds(2), "\(way.name) ended \(took) after its link went down")
+            #expect(status != 0, "\(way.name): \(get.output)")
+            #expect(get.output.contains("networkConnectionLost") || get.output.contains("went down"), "\(way.name): \(get.output)")
+            #expect(get.output.contains("the network link \(lab.clientLink) went down"), "\(way.name): \(get.output)")
+            try lab.setLink(up: true)
+        }
+    }
+
     private func spawnFerry(_ lab: NetworkLab, _ arguments: [String], environment: [String: String] = [:], log: URL) throws -> SpawnedProcess {
         let command = lab.inClient([try BuiltProducts.path(of: "ferry")] + arguments)
         return try SpawnedProcess.start(command[0], Array(command.dropFirst()), environment: environment, log: log)
