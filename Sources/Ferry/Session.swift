@@ -46,8 +46,9 @@ public final class Session: Sendable {
         var description: String?
         /// ferryd task → local tasks submitted again with its idempotency key.
         var aliases: [Int: [SessionTask]] = [:]
-        /// Tasks that ended in this process: a reconnect to ferryd must not mirror them again.
-        var ended: Set<Int> = []
+        /// Background tasks that ended in this process, until ferryd has their end: a
+        /// reconnect must not mirror them again.
+        var ended = EndedTasks()
     }
     private let state = NIOLockedValueBox(State())
 
@@ -256,7 +257,7 @@ public final class Session: Sendable {
     func taskDidComplete(_ task: SessionTask) {
         let nowIdle = state.withLockedValue { s -> Bool in
             s.tasks[task.taskIdentifier] = nil
-            if configuration.isBackground { s.ended.insert(task.taskIdentifier) }
+            if configuration.isBackground { s.ended.ended(task.taskIdentifier) }
             // A task that stood for another (the same idempotency key) is done standing for it:
             // the list held it, its body and its session for the session's life.
             if !s.aliases.isEmpty {
@@ -269,6 +270,20 @@ public final class Session: Sendable {
         }
         if nowIdle { becomeInvalid() }
     }
+
+    /// Event `sequence`, which ends ferryd's task `identifier`, was delivered here.
+    func backgroundTask(_ identifier: Int, settledBy sequence: Int64) {
+        state.withLockedValue { $0.ended.settled(identifier, bySequence: sequence) }
+    }
+
+    /// ferryd has the acknowledgement of events up to `sequence`: the tasks they ended are
+    /// listed as delivered from now on, and need not be remembered here.
+    func backgroundEventsAcknowledged(upTo sequence: Int64) {
+        state.withLockedValue { $0.ended.acknowledged(upTo: sequence) }
+    }
+
+    /// How many ended tasks the session remembers (``EndedTasks``).
+    var endedTaskCount: Int { state.withLockedValue { $0.ended.count } }
 
     private func becomeInvalid() {
         guard state.withLockedValue({ s in defer { s.invalidated = true }; return !s.invalidated }) else { return }

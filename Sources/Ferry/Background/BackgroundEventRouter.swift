@@ -86,6 +86,7 @@ struct BackgroundEventRouter: Sendable {
         let link = self.link
         let task = tasks.isEmpty ? nil : event.taskIdentifier
         let settles = event.kind.settlesTask
+        if settles, let identifier = event.taskIdentifier { session.backgroundTask(identifier, settledBy: event.sequence) }
         let settle: DelegateQueue.Job = { await link.endEvent(acknowledging: link.markDelivered(event.sequence, task: task, settlesTask: settles)) }
         if !session.delegateQueue.enqueue(settle) { await settle() }  // the queue has ended: settle here
     }

@@ -37,6 +37,8 @@ final class BackgroundLink: Sendable {
         var identifiers = TaskIdentifierPool()
         /// Acknowledgements: at most one on its way to ferryd.
         var acknowledgements = AcknowledgementLine()
+        /// Told of each acknowledgement ferryd took (its `upTo`).
+        var acknowledged: (@Sendable (Int64) -> Void)?
     }
     private let state = NIOLockedValueBox(State())
 
@@ -51,6 +53,11 @@ final class BackgroundLink: Sendable {
     }
 
     var failure: FerryError? { state.withLockedValue { $0.failure } }
+
+    /// Sets who hears of each acknowledgement ferryd took, with the sequence it reached.
+    func onAcknowledged(_ body: @escaping @Sendable (Int64) -> Void) {
+        state.withLockedValue { $0.acknowledged = body }
+    }
 
     /// Connects and attaches as the session's owner. Returns the tasks ferryd has for it.
     func attach(configuration: Configuration) -> [TaskInfo] {
@@ -237,10 +244,13 @@ final class BackgroundLink: Sendable {
             sessionIdentifier: session, upToSequence: batch.acknowledgement.upTo,
             sequences: batch.acknowledgement.single.isEmpty ? nil : batch.acknowledgement.single)
         connection.post(.acknowledge(ack)) { result in
-            if case .failure(let error) = result {
+            switch result {
+            case .failure(let error):
                 logger.notice("acknowledge failed; the events will come again", metadata: [
                     "session": "\(session)", "sequence": "\(ack.upToSequence)", "error": "\(error)",
                 ])
+            case .success:
+                self.state.withLockedValue { $0.acknowledged }?(ack.upToSequence)
             }
             self.answered(batch)
         }

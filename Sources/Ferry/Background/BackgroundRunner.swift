@@ -60,6 +60,11 @@ struct BackgroundRunner: TaskRunner {
     /// Cancels in ferryd, then completes here with `cancelled` (a `failed` event that follows
     /// finds the task already completed and is only acknowledged).
     func cancel(_ task: SessionTask, running: Bool) {
+        // Taken before the round trip to ferryd: its own end of the task (the `cancelled` event,
+        // or a completion that crossed the cancel) may complete the task meanwhile, and the
+        // finish below must then be the stale run's, not a second completion.
+        let generation = running ? task.currentGeneration : nil
+        if running, generation == nil { return }  // ferryd's end already completed it
         let reference = TaskReference(sessionIdentifier: link.sessionIdentifier, taskIdentifier: task.taskIdentifier)
         var produced: Data?
         do {
@@ -73,7 +78,7 @@ struct BackgroundRunner: TaskRunner {
                 "session": "\(link.sessionIdentifier)", "task": "\(task.taskIdentifier)", "error": "\(error.shortDescription)",
             ])
         }
-        task.finish(error: task.cancellation(resumeData: produced), generation: running ? task.currentGeneration : nil)
+        task.finish(error: task.cancellation(resumeData: produced), generation: generation)
     }
 
     func invalidate(cancellingTasks: Bool) -> TaskRunnerInvalidation {

@@ -38,6 +38,7 @@ extension Session {
 
     /// Attaches as the owner, mirrors ferryd's tasks here, and starts delivering events.
     func connectBackground(_ link: BackgroundLink) {
+        link.onAcknowledged { [weak self] sequence in self?.backgroundEventsAcknowledged(upTo: sequence) }
         let tasks = link.attach(configuration: configuration)
         adoptMissing(tasks, link: link)
         guard let messages = link.pushedMessages else { return }
