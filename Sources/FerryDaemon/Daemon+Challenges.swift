@@ -13,6 +13,9 @@ final class PendingChallenges: Sendable {
     private struct Waiting {
         let connection: UInt64
         let session: String
+        let task: Int
+        /// What `ferry explain` says of the task meanwhile.
+        let reason: WaitingReason
         var continuation: CheckedContinuation<ChallengeAnswer, Never>?
         /// Given up before the continuation was there (a cancel in that moment).
         var settled: ChallengeAnswer?
@@ -24,12 +27,20 @@ final class PendingChallenges: Sendable {
     }
     private let state = Mutex(State())
 
-    /// A new challenge's number, noted as waiting for `connection`'s answer.
-    func open(connection: UInt64, session: String) -> UInt64 {
+    /// A new challenge's number, noted as waiting for `connection`'s answer about `task` of
+    /// `session`, which waits meanwhile for `reason`.
+    func open(connection: UInt64, session: String, task: Int, reason: WaitingReason) -> UInt64 {
         state.withLock { state in
             state.nextID += 1
-            state.waiting[state.nextID] = Waiting(connection: connection, session: session)
+            state.waiting[state.nextID] = Waiting(connection: connection, session: session, task: task, reason: reason)
             return state.nextID
+        }
+    }
+
+    /// Why `task` of `session` waits, while a challenge of its waits for its app's answer.
+    func waitingReason(session: String, task: Int) -> WaitingReason? {
+        state.withLock { state in
+            state.waiting.values.first { $0.session == session && $0.task == task && $0.settled == nil }?.reason
         }
     }
 
@@ -120,8 +131,12 @@ extension Daemon {
     private func askOwner(_ challenge: AuthenticationChallenge, of key: TaskKey) -> UInt64? {
         guard let owner = owner(of: key.session), let connection = connections[owner], connection.hello?.answersChallenges == true
         else { return nil }
-        let id = challenges.open(connection: owner, session: key.session)
         let space = challenge.protectionSpace
+        let realm = space.realm.map { "realm \"\($0)\" of " } ?? ""
+        let reason = WaitingReason(
+            kind: .authenticationChallenge, host: space.host,
+            message: "waits for its app to answer an authentication challenge (\(space.method.rawValue), \(realm)\(space.host)))")
+        let id = challenges.open(connection: owner, session: key.session, task: key.task, reason: reason)
         let sent = connection.send(.challenge(TaskChallenge(
             challengeID: id, sessionIdentifier: key.session, taskIdentifier: key.task, scheme: space.scheme, host: space.host,
             port: space.port, realm: space.realm, method: space.method.rawValue, previousFailureCount: challenge.previousFailureCount,

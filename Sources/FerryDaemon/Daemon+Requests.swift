@@ -172,6 +172,9 @@ extension Daemon {
     /// The task as clients see it, with why it waits.
     func info(_ record: TaskRecord) -> TaskInfo {
         if record.state == .waiting, let reason = blocked[record.key] { return record.info(waitingReason: reason) }
+        if record.state == .running, let reason = challenges.waitingReason(session: record.sessionIdentifier, task: record.taskIdentifier) {
+            return record.info(waitingReason: reason)
+        }
         return record.info(waitingReason: record.storedWaitingReason(now: clock.now))
     }
 

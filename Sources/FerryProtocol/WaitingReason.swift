@@ -42,6 +42,9 @@ public struct WaitingReason: Hashable, Sendable, Codable {
         public static let cellularNetwork = Kind(rawValue: "cellularNetwork")
         /// A discretionary task waits for an unmetered, unconstrained link and mains power.
         public static let discretionary = Kind(rawValue: "discretionary")
+        /// Running, its request held until the session's app answers an authentication
+        /// challenge (a `401`) that ferryd asked it about (`host`, `until` is nil).
+        public static let authenticationChallenge = Kind(rawValue: "authenticationChallenge")
 
         /// Whether the hold is a network or power condition (what `taskIsWaitingForConnectivity` reports).
         public var isConnectivity: Bool {

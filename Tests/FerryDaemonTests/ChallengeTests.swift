@@ -31,6 +31,12 @@ struct ChallengeTests {
         #expect(challenge.statusCode == 401 && challenge.headers["WWW-Authenticate"]?.hasPrefix("Basic") == true)
         #expect(challenge.host == URL(string: url)?.host && challenge.port == URL(string: url)?.port && challenge.scheme == "http")
         #expect(challenge.proposedCredential == ChallengeCredential(user: "alice", password: "secret"), "the submitted credential")
+        // Meanwhile the task says what it waits for (`ferry explain`).
+        guard case .tasks(let page) = try await answering.request(.listTasks(ListTasks(sessionIdentifier: "c1"))),
+            let listed = page.tasks.first(where: { $0.taskIdentifier == task.taskIdentifier })
+        else { throw TestFailure("task \(task.taskIdentifier) is not listed") }
+        #expect(listed.state == .running && listed.waitingReason?.kind == .authenticationChallenge, "\(listed)")
+        #expect(listed.waitingReason?.message.contains("realm \"ferry\" of \(challenge.host)") == true, "\(String(describing: listed.waitingReason))")
 
         // The app leaves without answering: the transfer goes on with ferryd's default.
         answering.close()

@@ -1,15 +1,28 @@
 @testable import FerryDaemon
 import FerryEngine
+import FerryProtocol
 import Testing
 
 /// The waiting room of challenges asked of apps: each settled exactly once, by its owner's
 /// answer, its connection closing, or its transfer giving up, in whichever order they come.
 @Suite("PendingChallenges")
 struct PendingChallengesTests {
+    static let reason = WaitingReason(kind: .authenticationChallenge, host: "example.com", message: "waits for its app")
+
+    @Test("a task says it waits for its app while its challenge is open, and no longer once it is settled")
+    func waitingReason() async {
+        let pending = PendingChallenges()
+        let id = pending.open(connection: 7, session: "s", task: 4, reason: Self.reason)
+        #expect(pending.waitingReason(session: "s", task: 4) == Self.reason)
+        #expect(pending.waitingReason(session: "s", task: 5) == nil && pending.waitingReason(session: "t", task: 4) == nil)
+        #expect(pending.settle(id, with: .performDefaultHandling, from: 7, session: "s"))
+        #expect(pending.waitingReason(session: "s", task: 4) == nil, "settled: its transfer goes on")
+    }
+
     @Test("an answer from the asked connection settles it; another connection's, another session's or a second answer does not")
     func answeredOnce() async {
         let pending = PendingChallenges()
-        let id = pending.open(connection: 7, session: "s")
+        let id = pending.open(connection: 7, session: "s", task: 1, reason: Self.reason)
         #expect(!pending.settle(id, with: .cancel, from: 8, session: "s"))
         #expect(!pending.settle(id, with: .cancel, from: 7, session: "other"))
         #expect(pending.settle(id, with: .rejectProtectionSpace, from: 7, session: "s"), "settled before anyone waits: kept for the waiter")
@@ -45,8 +58,8 @@ struct PendingChallengesTests {
     func ownerLeaves(_ leaving: Leaving) async {
         let pending = PendingChallenges()
         let (gone, kept) = leaving.asked
-        let leavingID = pending.open(connection: gone.0, session: gone.1)
-        let stayingID = pending.open(connection: kept.0, session: kept.1)
+        let leavingID = pending.open(connection: gone.0, session: gone.1, task: 1, reason: Self.reason)
+        let stayingID = pending.open(connection: kept.0, session: kept.1, task: 2, reason: Self.reason)
         async let answer = pending.answer(leavingID)
         try? await Task.sleep(for: .milliseconds(20))
         leaving.leave(pending)
@@ -58,7 +71,7 @@ struct PendingChallengesTests {
     @Test("a waiter cancelled (its transfer timed out) gets the default, and the late answer is refused")
     func cancelled() async {
         let pending = PendingChallenges()
-        let id = pending.open(connection: 3, session: "s")
+        let id = pending.open(connection: 3, session: "s", task: 1, reason: Self.reason)
         let waiter = Task { await pending.answer(id) }
         try? await Task.sleep(for: .milliseconds(20))
         waiter.cancel()

@@ -34,6 +34,27 @@ struct BackgroundChallengeTests {
             other.finishTasksAndInvalidate()
         }
     }
+
+    @Test("while the app has not answered, ferry explain says the running task waits for it (the realm and host); answered, it completes")
+    func explainSaysItWaits() async throws {
+        try await withDaemonAndServer { daemon, server in
+            let url = server.url("/basic-auth/alice/secret")
+            let answering = BackgroundAnswers([URLCredential(user: "alice", password: "secret", persistence: .none)], holds: true)
+            let session = URLSession(configuration: URLSessionConfiguration(daemon.configuration("bg.challenge.held")), delegate: answering, delegateQueue: nil)
+            let task = session.dataTask(with: url)
+            task.resume()
+            try await poll(until: "the delegate to be asked", timeout: .seconds(20)) { answering.asked.count == 1 }
+            let explained = try await runFerry(["explain", "\(task.taskIdentifier)", "--session", "bg.challenge.held"], environment: daemon.environment)
+            #expect(explained.status == 0, "\(explained.output)")
+            #expect(explained.output.contains(
+                "it is running; it waits for its app to answer an authentication challenge (httpBasic, realm \"ferry\" of \(url.host ?? "?"))"),
+                "\(explained.output)")
+            answering.release()
+            try await poll(until: "the task to complete", timeout: .seconds(20)) { answering.completions.count == 1 }
+            #expect(answering.completions.first.map { $0 == nil } == true && answering.statuses == [200], "\(answering.completions) \(answering.statuses)")
+            session.finishTasksAndInvalidate()
+        }
+    }
 }
 
 /// Answers each challenge with the next credential, or cancels when none is left; records the
@@ -57,7 +78,19 @@ private final class BackgroundAnswers: NSObject, URLSessionDataDelegate, @unchec
     var body: String { lock.withLock { String(decoding: _body, as: UTF8.self) } }
     var completions: [(any Error)?] { lock.withLock { _completions } }
 
-    init(_ credentials: [URLCredential]) { self.credentials = credentials }
+    /// Answers held back until ``release()`` (when made with `holds`).
+    private let holds: Bool
+    private var held: [@Sendable () -> Void] = []
+
+    init(_ credentials: [URLCredential], holds: Bool = false) {
+        self.credentials = credentials
+        self.holds = holds
+    }
+
+    /// Sends the answers held back so far.
+    func release() {
+        for answer in lock.withLock({ () -> [@Sendable () -> Void] in defer { held = [] }; return held }) { answer() }
+    }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didReceive challenge: URLAuthenticationChallenge,
                     completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void) {
@@ -66,7 +99,10 @@ private final class BackgroundAnswers: NSObject, URLSessionDataDelegate, @unchec
             _asked.append(Asked(failures: challenge.previousFailureCount, method: space.authenticationMethod, realm: space.realm, host: space.host, port: space.port))
             return credentials.isEmpty ? nil : credentials.removeFirst()
         }
-        if let next { completionHandler(.useCredential, next) } else { completionHandler(.cancelAuthenticationChallenge, nil) }
+        let answer: @Sendable () -> Void = {
+            if let next { completionHandler(.useCredential, next) } else { completionHandler(.cancelAuthenticationChallenge, nil) }
+        }
+        if holds { lock.withLock { held.append(answer) } } else { answer() }
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,

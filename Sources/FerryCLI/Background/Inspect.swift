@@ -184,7 +184,7 @@ enum TaskLine {
 
     static func explanation(_ task: TaskInfo) -> String {
         if task.state.isFinal { return "it is \(state(task)): it will not run again" }
-        if task.state == .running { return "it is running now" }
+        if task.state == .running { return task.waitingReason.map { "it is running; it \($0.message)" } ?? "it is running now" }
         var text = task.waitingReason.map { $0.message } ?? "it is \(task.state.rawValue)"
         if let next = task.nextAttemptDate ?? task.waitingReason?.until {
             let seconds = next.timeIntervalSinceNow
