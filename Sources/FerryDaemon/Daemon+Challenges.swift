@@ -115,13 +115,82 @@ final class PendingChallenges: Sendable {
     }
 }
 
+/// Owners attaching to their sessions, counted per session, for a challenge that waits for
+/// the app ferryd started to answer it. A count, not a flag: an owner that attaches between a
+/// look and a wait is not missed. A lock, so that a cancelled transfer stops waiting at once.
+final class OwnerArrivals: Sendable {
+    private struct State {
+        var arrivals: [String: Int] = [:]
+        var waiters: [UInt64: (session: String, after: Int, continuation: CheckedContinuation<Bool, Never>)] = [:]
+        var nextWaiter: UInt64 = 0
+    }
+    private let state = Mutex(State())
+
+    /// Owners of `session` attached so far.
+    func count(_ session: String) -> Int { state.withLock { $0.arrivals[session, default: 0] } }
+
+    /// An owner attached to `session`.
+    func arrived(_ session: String) {
+        let waking = state.withLock { state -> [CheckedContinuation<Bool, Never>] in
+            state.arrivals[session, default: 0] += 1
+            let count = state.arrivals[session]!
+            let due = state.waiters.filter { $0.value.session == session && count > $0.value.after }
+            for id in due.keys { state.waiters[id] = nil }
+            return due.values.map(\.continuation)
+        }
+        for waiter in waking { waiter.resume(returning: true) }
+    }
+
+    /// Waits until more than `after` owners of `session` have attached (true), for at most
+    /// `limit` or until the caller is cancelled (false).
+    func wait(_ session: String, after: Int, within limit: Duration) async -> Bool {
+        let id = state.withLock { state -> UInt64 in
+            defer { state.nextWaiter += 1 }
+            return state.nextWaiter
+        }
+        let timeout = Task {
+            try? await Task.sleep(for: limit)
+            self.give(up: id)
+        }
+        defer { timeout.cancel() }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+                let now = state.withLock { state -> Bool? in
+                    if state.arrivals[session, default: 0] > after { return true }
+                    if Task.isCancelled { return false }
+                    state.waiters[id] = (session, after, continuation)
+                    return nil
+                }
+                if let now { continuation.resume(returning: now) }
+            }
+        } onCancel: {
+            give(up: id)
+        }
+    }
+
+    private func give(up id: UInt64) {
+        state.withLock { $0.waiters.removeValue(forKey: id) }?.continuation.resume(returning: false)
+    }
+}
+
 extension Daemon {
     /// What to do about a background task's authentication challenge: its session's owner is
     /// asked when it said it answers challenges (the app's delegate), and the transfer waits
-    /// for the answer; otherwise, or when the owner leaves first, ferryd's default (the
-    /// credential submitted for the realm, or the URL's, once).
+    /// for the answer. When nobody owns the session, ferryd starts its app as it would for
+    /// events (``launchToAnswerChallenge(_:)``) and asks it once it attaches, as the platform
+    /// does. Otherwise, or when the owner leaves first, ferryd's default (the credential
+    /// submitted for the realm, or the URL's, once).
     nonisolated func answer(_ challenge: AuthenticationChallenge, of key: TaskKey) async -> ChallengeAnswer {
-        guard let id = await askOwner(challenge, of: key) else { return .performDefaultHandling }
+        var asked = await askOwner(challenge, of: key)
+        if asked == nil {
+            let seen = ownerArrivals.count(key.session)
+            if await launchToAnswerChallenge(key.session),
+                await ownerArrivals.wait(key.session, after: seen, within: .seconds(configuration.launchConnectTimeout))
+            {
+                asked = await askOwner(challenge, of: key)
+            }
+        }
+        guard let id = asked else { return .performDefaultHandling }
         let answer = await challenges.answer(id)
         logger.debug("challenge answered", metadata: ["session": "\(key.session)", "task": "\(key.task)", "answer": "\(answer.name)"])
         return answer

@@ -168,6 +168,30 @@ extension Daemon {
             logger.info("events wait for the app to attach: its session does not send launch events", metadata: ["session": "\(session)", "app": "\(app)"])
             return
         }
+        await launch(app, for: session, because: "session events")
+    }
+
+    /// Starts the app of `session`, whose task waits for an answer to an authentication
+    /// challenge and which nobody owns, as a launch for events would (the same rules, backoff
+    /// and timer). True when a launch was made or is under way: an owner may attach soon.
+    func launchToAnswerChallenge(_ session: String) async -> Bool {
+        guard owner(of: session) == nil, !isStopping, let record = try? await store.session(session),
+            !Self.isUnregistered(record.appBundleIdentifier), record.sendsLaunchEvents
+        else { return false }
+        let state = sessions[session]?.launch ?? LaunchState()
+        if let allowed = state.backoff.nextAllowedLaunch(), clock.now < allowed {
+            // Backing off: worth waiting only for a launch made moments ago (its app may still
+            // attach), not for an app that did not come (the default answers at once instead).
+            guard let last = state.backoff.lastLaunch else { return false }
+            return clock.now.timeIntervalSince(last) < configuration.launchConnectTimeout && state.backoff.launchesWithoutConnecting <= 1
+        }
+        await launch(record.appBundleIdentifier, for: session, because: "an authentication challenge")
+        return true
+    }
+
+    /// Starts `app` for `session` (`reason` for the log), or tells a running copy that asked
+    /// to be told, and sets the timer after which it counts as not having come.
+    private func launch(_ app: String, for session: String, because reason: String) async {
         // A copy of the app that runs and asked to be told is told instead of starting another
         // (with the same backoff and timer as a launch: it has that long to attach).
         var next = sessions[session]?.launch ?? LaunchState()
@@ -189,7 +213,7 @@ extension Daemon {
             running.send(.eventsWaiting(sessionIdentifier: session))
             return
         }
-        logger.notice("launching app for session events", metadata: ["session": "\(session)", "app": "\(app)", "attempt": "\(attempt)"])
+        logger.notice("launching app for \(reason)", metadata: ["session": "\(session)", "app": "\(app)", "attempt": "\(attempt)"])
         do {
             try await launcher.launch(appBundleIdentifier: app, sessionIdentifier: session)
         } catch {

@@ -134,6 +134,7 @@ extension Daemon {
             let page = try await taskPage(session, after: 0, limit: nil)
             if attach.owner {
                 connection.logger.info("session attached", metadata: ["session": "\(session)", "owner": "true"])
+                ownerArrivals.arrived(session)  // a challenge may wait for this app to answer it
             }
             return Attached(sessionIdentifier: session, owner: attach.owner, tasks: page.tasks, nextAfterTaskIdentifier: page.nextAfterTaskIdentifier)
         } catch {

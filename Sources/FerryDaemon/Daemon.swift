@@ -56,6 +56,8 @@ public actor Daemon {
     let work = JobLanes()
     /// Authentication challenges waiting for their apps' answers.
     let challenges = PendingChallenges()
+    /// Owners attaching, for challenges that wait for a started app (``answer(_:of:)``).
+    let ownerArrivals = OwnerArrivals()
     /// Sessions whose stored events the delivery service pushes or launches an app for.
     let deliveries: AsyncStream<String>
     let deliveryQueue: AsyncStream<String>.Continuation

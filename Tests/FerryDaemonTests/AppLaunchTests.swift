@@ -97,6 +97,102 @@ struct AppLaunchTests {
         take_events(s, 2, m["sessionIdentifier"], out)
         """#
 
+    /// Writes the client library and the programs (name → script text) into `<root>/apps`, and
+    /// installs the example app's manifest: its `launch` runs `app.py` with `arguments` after
+    /// the folder and the session; the share extension is `share-extension.py`. The folder.
+    static func installPrograms(_ ferryd: FerrydProcess, _ programs: [String: String], launchArguments: [String]) throws -> URL {
+        let folder = ferryd.root.appendingPathComponent("apps")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try Data(Self.clientLibrary.utf8).write(to: folder.appendingPathComponent("ferryclient.py"))
+        for (name, text) in programs {
+            let path = folder.appendingPathComponent(name).path
+            try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+            chmod(path, 0o755)
+        }
+        let executables = programs.keys.filter { $0 != "share-extension.py" }.sorted().map { folder.appendingPathComponent($0).path }
+        let appPath = folder.appendingPathComponent("app.py").path
+        let paths = FerryPaths(dataDirectory: ferryd.dataDirectory, runtimeDirectory: ferryd.runtimeDirectory)
+        try AppRegistry(paths: paths).install(AppManifest(
+            bundleIdentifier: "com.example.app", name: "Example", executables: executables,
+            launch: [appPath, folder.path, "{session}"] + launchArguments, appGroups: ["group.example"],
+            extensions: [ExtensionManifest(
+                bundleIdentifier: "com.example.app.share", name: "Share", executables: [folder.appendingPathComponent("share-extension.py").path],
+                backgroundSessionIdentifier: "com.example.app.bg")]))
+        return folder
+    }
+
+    /// The extension: submits a data task to a URL that asks for HTTP Basic, with no credential.
+    static let challengedExtensionScript = #"""
+        #!/usr/bin/python3
+        import sys; sys.path.insert(0, sys.argv[1])
+        from ferryclient import *
+        s = connect(); hello(s, "com.example.app.share")
+        a = request(s, 1, {"type": "attach", "sessionIdentifier": "com.example.app.bg", "sharedContainerIdentifier": "group.example", "owner": True})
+        assert a["type"] == "reply", a
+        r = request(s, 2, {"type": "submit", "sessionIdentifier": "com.example.app.bg", "kind": "data", "priority": 0.5,
+                           "request": {"url": sys.argv[2], "method": "GET", "headers": []}})
+        assert r["type"] == "reply", r
+        """#
+
+    /// The app, started by ferryd: offers to answer challenges, answers with alice's password,
+    /// records what it is sent up to the task's end, and acknowledges it.
+    static let answeringAppScript = #"""
+        #!/usr/bin/python3
+        import sys, json; sys.path.insert(0, sys.argv[1])
+        from ferryclient import *
+        session, out = sys.argv[2], sys.argv[3]
+        s = connect()
+        send(s, {"type": "hello", "protocolVersion": 1, "clientName": "com.example.app", "pid": os.getpid(), "answersChallenges": True})
+        assert receive(s)["type"] == "welcome"
+        send(s, {"type": "request", "requestID": 1, "request": {"type": "attach", "sessionIdentifier": session, "sharedContainerIdentifier": "group.example", "owner": True}})
+        with open(out, "a") as f:
+            while True:
+                m = receive(s)
+                f.write(json.dumps(m) + "\n"); f.flush()
+                if m["type"] == "challenge":
+                    send(s, {"type": "request", "requestID": 2, "request": {"type": "answerChallenge", "challengeID": m["challengeID"],
+                             "sessionIdentifier": session, "disposition": "useCredential", "credential": {"user": "alice", "password": "secret"}}})
+                if m["type"] == "event" and m["kind"]["type"] in ("completed", "failed"):
+                    request(s, 3, {"type": "acknowledge", "sessionIdentifier": session, "upToSequence": m["sequence"]})
+                    break
+        """#
+
+    @Test("a task's 401 while nobody owns its session: ferryd starts the app, asks it once it attaches, and the app's credential is used")
+    func launchedToAnswerAChallenge() async throws {
+        let ferryd = try FerrydProcess()
+        defer { ferryd.cleanUp() }
+        let server = try await TestHTTPServer.start()
+        let received = ferryd.root.appendingPathComponent("app-messages.jsonl").path
+        let folder = try Self.installPrograms(
+            ferryd, ["share-extension.py": Self.challengedExtensionScript, "app.py": Self.answeringAppScript], launchArguments: [received])
+        let extensionPath = folder.appendingPathComponent("share-extension.py").path
+        try await ferryd.start()
+
+        let share = Process()
+        share.executableURL = URL(fileURLWithPath: extensionPath)
+        share.arguments = [folder.path, server.baseURL + "/basic-auth/alice/secret"]
+        share.environment = ferryd.environment
+        try share.run()
+        share.waitUntilExit()
+        #expect(share.terminationStatus == 0)
+
+        var lines: [String] = []
+        try await poll(until: "the started app to record the task's end in \(received)", timeout: .seconds(30), every: .milliseconds(100),
+                       observed: "its lines: \(lines)\nferryd's log: \(ferryd.log.suffix(2000))") {
+            lines = ((try? String(contentsOfFile: received, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+            return lines.contains { $0.contains(#""completed""#) || $0.contains(#""failed""#) }
+        }
+        let messages = try lines.map { try MessageCoder().decode(DaemonMessage.self, from: .init(string: $0)) }
+        let challenges = messages.compactMap { if case .challenge(let c) = $0 { c } else { nil } }
+        #expect(challenges.count == 1 && challenges.first?.realm == "ferry" && challenges.first?.previousFailureCount == 0, "\(lines)")
+        let events = messages.compactMap(\.event)
+        guard case .response(let head)? = events.first?.kind else { throw TestFailure("no response: \(lines)") }
+        #expect(head.statusCode == 200, "the app's credential was used: \(lines)")
+        #expect(events.map(\.kind.name) == ["response", "data", "completed"], "\(lines)")
+        #expect(ferryd.log.contains("launching app for an authentication challenge"), "\(ferryd.log.suffix(2000))")
+        try await server.shutdown()
+    }
+
     @Test("an extension uploads and exits; ferryd launches the containing app, which receives exactly one completion with the server's response")
     func extensionThenApp() async throws {
         try await extensionThenApp(sendsLaunchEvents: true)
@@ -116,23 +212,13 @@ struct AppLaunchTests {
         let ferryd = try FerrydProcess()
         defer { ferryd.cleanUp() }
         let server = try await TestHTTPServer.start()
-        let folder = ferryd.root.appendingPathComponent("apps")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        try Data(Self.clientLibrary.utf8).write(to: folder.appendingPathComponent("ferryclient.py"))
-        let extensionPath = folder.appendingPathComponent("share-extension.py").path
-        let appPath = folder.appendingPathComponent("app.py").path
-        let runningAppPath = folder.appendingPathComponent("running-app.py").path
         let events = ferryd.root.appendingPathComponent("app-events.jsonl").path
-        for (path, text) in [(extensionPath, Self.extensionScript), (appPath, Self.appScript), (runningAppPath, Self.runningAppScript)] {
-            try Data(text.utf8).write(to: URL(fileURLWithPath: path))
-            chmod(path, 0o755)
-        }
+        let folder = try Self.installPrograms(
+            ferryd, ["share-extension.py": Self.extensionScript, "app.py": Self.appScript, "running-app.py": Self.runningAppScript],
+            launchArguments: [events])
+        let (extensionPath, appPath) = (folder.appendingPathComponent("share-extension.py").path, folder.appendingPathComponent("app.py").path)
+        let runningAppPath = folder.appendingPathComponent("running-app.py").path
         let paths = FerryPaths(dataDirectory: ferryd.dataDirectory, runtimeDirectory: ferryd.runtimeDirectory)
-        try AppRegistry(paths: paths).install(AppManifest(
-            bundleIdentifier: "com.example.app", name: "Example", executables: [appPath, runningAppPath],
-            launch: [appPath, folder.path, "{session}", events], appGroups: ["group.example"],
-            extensions: [ExtensionManifest(
-                bundleIdentifier: "com.example.app.share", name: "Share", executables: [extensionPath], backgroundSessionIdentifier: "com.example.app.bg")]))
         try await ferryd.start()
 
         let container = paths.containerURL(forGroup: "group.example")

@@ -80,3 +80,31 @@ struct PendingChallengesTests {
         #expect(pending.count == 0)
     }
 }
+
+/// Waiting for a session's app to attach, for a challenge ferryd started it to answer.
+@Suite("OwnerArrivals")
+struct OwnerArrivalsTests {
+    @Test("a wait ends with the next owner of its session, at once for one that came since the count, and false at its limit or when cancelled")
+    func waits() async {
+        let arrivals = OwnerArrivals()
+        let seen = arrivals.count("s")
+        async let waited = arrivals.wait("s", after: seen, within: .seconds(10))
+        try? await Task.sleep(for: .milliseconds(50))
+        arrivals.arrived("other")
+        arrivals.arrived("s")
+        #expect(await waited, "the owner of s came")
+
+        let before = arrivals.count("s")
+        arrivals.arrived("s")  // between the look and the wait: not missed
+        #expect(await arrivals.wait("s", after: before, within: .seconds(10)))
+
+        let start = ContinuousClock.now
+        #expect(await !arrivals.wait("s", after: arrivals.count("s"), within: .milliseconds(100)), "nobody came")
+        #expect(ContinuousClock.now - start < .seconds(5))
+
+        let cancelled = Task { await arrivals.wait("s", after: arrivals.count("s"), within: .seconds(30)) }
+        try? await Task.sleep(for: .milliseconds(50))
+        cancelled.cancel()
+        #expect(await !cancelled.value, "a cancelled transfer stops waiting")
+    }
+}
