@@ -34,7 +34,7 @@ extension ConnectivityRequirement {
     /// Runs `body`, the admitted `transfer`, and stops it with `stop` when its link goes (see
     /// ``ConnectivityRequirement/following(host:gate:stop:_:)``): the error is then
     /// `networkConnectionLost`, as on Apple's platforms when a connection's interface goes.
-    package func following<T>(_ transfer: Transfer, stop: @escaping @Sendable () -> Void, _ body: () async throws -> T) async throws -> T {
+    package func following<T>(_ transfer: Transfer, stop: @escaping @Sendable () -> Bool, _ body: () async throws -> T) async throws -> T {
         guard let host = transfer.request.url.host, !host.isEmpty else { return try await body() }
         do {
             return try await following(host: host, stop: stop, body)

@@ -255,9 +255,12 @@ public final class Session: Sendable {
     }
 
     func taskDidComplete(_ task: SessionTask) {
+        // Only a task ferryd has under its own number can be listed again by a reconnect (not
+        // one refused, never resumed, or standing for another with the same idempotency key).
+        let remember = configuration.isBackground && task.lock.withLockedValue { $0.isInDaemon }
         let nowIdle = state.withLockedValue { s -> Bool in
             s.tasks[task.taskIdentifier] = nil
-            if configuration.isBackground { s.ended.ended(task.taskIdentifier) }
+            if remember { s.ended.ended(task.taskIdentifier) }
             // A task that stood for another (the same idempotency key) is done standing for it:
             // the list held it, its body and its session for the session's life.
             if !s.aliases.isEmpty {

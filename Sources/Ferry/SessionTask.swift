@@ -50,6 +50,9 @@ public class SessionTask: @unchecked Sendable {  // all mutable state is behind 
         var uploadPoint: ResumableUploadPoint?
         /// Background tasks: why ferryd holds the task, as it last said.
         var waitingReason: WaitingReason?
+        /// Background tasks: ferryd has this task under this task's own number (submitted as
+        /// new, or mirrored from ferryd's list): its end is remembered until acknowledged.
+        var isInDaemon = false
         /// For the task's metrics: when it was first resumed, and each request it made.
         var firstResumed: Date?
         var transactions: [TransactionMetrics] = []

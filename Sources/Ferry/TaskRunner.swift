@@ -67,7 +67,7 @@ struct InProcessRunner: TaskRunner {
             // A time-out racing the transfer's end may still stop this task after `run` returned:
             // what follows must not wait on anything cancellable.
             let result = try await followingRoute(made, handle: handle) {
-                try await engine.run(made, observer: observer, cancellingWith: { handle.stop() })
+                try await engine.run(made, observer: observer, cancellingWith: { _ = handle.stop() })
             }
             task.lock.withLockedValue { $0.response = result.response }
             guard task.isCurrent(generation) else { return }
@@ -159,10 +159,15 @@ package final class RunHandle: Sendable {
         if stopNow { task.cancel() }
     }
 
-    package func stop() {
-        state.withLock { state -> (@Sendable () -> Void)? in
-            state.stopped = true
-            return state.cancel
-        }?()
+    /// Stops the run; true when this was its first stop (a cancel, a suspend, a time-out or
+    /// a lost route: whichever came first says why the run ended).
+    @discardableResult
+    package func stop() -> Bool {
+        let (first, cancel) = state.withLock { state -> (Bool, (@Sendable () -> Void)?) in
+            defer { state.stopped = true }
+            return (!state.stopped, state.cancel)
+        }
+        cancel?()
+        return first
     }
 }

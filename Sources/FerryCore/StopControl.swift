@@ -71,7 +71,7 @@ public final class Signal: Sendable {
 /// ```
 public final class StopControl: Sendable {
     private let stopRequested = Signal()
-    private let finished = Signal()
+    private let finished = Latch()
 
     public init() {}
 
@@ -84,11 +84,58 @@ public final class StopControl: Sendable {
             await race.next()
             race.cancelAll()
         }
-        finished.signal()
+        finished.open()
     }
 
     public func stop() { stopRequested.signal() }
 
-    /// Waits until the work has ended (after `stop()`, or on its own). One waiter at a time.
+    /// Waits until the work has ended (after `stop()`, or on its own); any number of callers,
+    /// before or after its end (two controllers may stop the same work).
     public func ended() async { await finished.wait() }
+}
+
+/// Opens once; every wait, before or after, returns then (or when its task is cancelled).
+///
+/// ```swift
+/// let done = Latch()
+/// done.open()
+/// await done.wait()   // returns at once, as does every later wait
+/// ```
+public final class Latch: Sendable {
+    private struct State {
+        var isOpen = false
+        var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+        var nextWaiter: UInt64 = 0
+    }
+    private let state = Mutex(State())
+
+    public init() {}
+
+    public func open() {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.isOpen = true
+            defer { state.waiters = [:] }
+            return Array(state.waiters.values)
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    public func wait() async {
+        let id = state.withLock { state -> UInt64 in
+            defer { state.nextWaiter += 1 }
+            return state.nextWaiter
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now = state.withLock { state -> Bool in
+                    if state.isOpen || Task.isCancelled { return true }
+                    state.waiters[id] = continuation
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        } onCancel: {
+            state.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
+        }
+    }
 }

@@ -204,7 +204,7 @@ extension Daemon {
         let realm = space.realm.map { "realm \"\($0)\" of " } ?? ""
         let reason = WaitingReason(
             kind: .authenticationChallenge, host: space.host,
-            message: "waits for its app to answer an authentication challenge (\(space.method.rawValue), \(realm)\(space.host)))")
+            message: "waits for its app to answer an authentication challenge (\(space.method.rawValue), \(realm)\(space.host))")
         let id = challenges.open(connection: owner, session: key.session, task: key.task, reason: reason)
         let sent = connection.send(.challenge(TaskChallenge(
             challengeID: id, sessionIdentifier: key.session, taskIdentifier: key.task, scheme: space.scheme, host: space.host,

@@ -23,7 +23,12 @@ extension Daemon {
             "mains": "\(conditions.isOnMains)",
         ])
         networkRead.signal()
-        await interruptTransfersThatLostTheirRoute()
+        if !routeCheckScheduled, !transfersThatLostTheirRoute().isEmpty {
+            // Not at once: a link that drops for a moment (a Wi-Fi roam) keeps its TCP
+            // connections, and an interrupted upload may have to start over.
+            routeCheckScheduled = true
+            schedule(.routeCheck(deadline: clock.now.addingTimeInterval(Self.routeLossGrace)))
+        }
         if conditions.isBetter(than: before) {
             do {
                 let due = try await store.retryNow(backingOffFrom: Self.unreachableErrorCodes, now: clock.now)
@@ -36,23 +41,28 @@ extension Daemon {
     }
 
     /// Stops the running transfers whose link went down (or no longer routes to their host)
-    /// and puts them back to wait, their resume points kept: the kernel does not close
+    /// and stayed so for ``routeLossGrace``, and puts them back to wait, their resume points
+    /// kept (a download's; an upload that cannot resume starts over): the kernel does not close
     /// a TCP connection when its link goes, so without this a transfer would sit until its
     /// request time-out (60 s by default) and then count as a failed attempt. The scheduler's
     /// next pass holds them (`noNetwork`, told once to an owner that asked) or starts them
     /// over another link. The attempt counts, as a lost connection's does.
     func interruptTransfersThatLostTheirRoute() async {
-        let lost = running.filter { _, task in
-            task.stop == nil && !task.completing && task.link.map { network.hasLost($0, toward: task.host) } == true
-        }
+        routeCheckScheduled = false
+        let lost = transfersThatLostTheirRoute()
         guard !lost.isEmpty else { return }
         logger.notice("route lost: interrupting transfers", metadata: [
             "tasks": "\(lost.count)", "links": "\(Set(lost.values.compactMap(\.link)).sorted().joined(separator: ","))",
         ])
-        await withTaskGroup(of: Void.self) { group in
-            for key in lost.keys { group.addTask { await self.interrupt(key, because: .routeLost) } }
+        // Only those this stopped go back to wait: one a suspend, cancel or shutdown stopped
+        // meanwhile is that request's to settle.
+        let stopped = await withTaskGroup(of: TaskKey?.self) { group in
+            for key in lost.keys { group.addTask { await self.interrupt(key, because: .routeLost) ? key : nil } }
+            var stopped: [TaskKey] = []
+            for await key in group { if let key { stopped.append(key) } }
+            return stopped
         }
-        for key in lost.keys {
+        for key in stopped {
             do {
                 _ = try await store.updateTask(session: key.session, task: key.task, now: clock.now) { record in
                     if record.state == .running { record.state = .waiting }
@@ -62,6 +72,18 @@ extension Daemon {
                     "session": "\(key.session)", "task": "\(key.task)", "error": "\(error)",
                 ])
             }
+        }
+        wakeup.signal()  // the next pass holds them (noNetwork) or starts them over another link
+    }
+
+    /// How long a link must stay gone before its transfers are interrupted.
+    static let routeLossGrace: TimeInterval = 1
+
+    /// The running transfers whose link the last reading found down, or no longer routing to
+    /// their host.
+    private func transfersThatLostTheirRoute() -> [TaskKey: RunningTask] {
+        running.filter { _, task in
+            task.stop == nil && !task.completing && task.link.map { network.hasLost($0, toward: task.host) } == true
         }
     }
 

@@ -190,20 +190,22 @@ extension Daemon {
         }
     }
 
-    /// Stops a running transfer for a control request or shutdown, and waits until it has
-    /// let go (its progress and resume point are saved). The caller then sets the state.
-    /// A task whose outcome is being stored is not stopped: this waits for it to end (the
-    /// caller then finds it completed).
-    func interrupt(_ key: TaskKey, because reason: StopReason) async {
-        guard let task = running[key] else { return }
+    /// Stops a running transfer for a control request, shutdown or a lost route, and waits
+    /// until it has let go (its progress and resume point are saved). The caller then sets the
+    /// state. A task whose outcome is being stored is not stopped, nor one another interrupt
+    /// already stops: this waits for it to end. True when this call stopped it.
+    @discardableResult
+    func interrupt(_ key: TaskKey, because reason: StopReason) async -> Bool {
+        guard let task = running[key] else { return false }
         let attempt = task.attempt
-        if task.completing {
+        if task.completing || task.stop != nil {
             await attempt.ended()
-            return
+            return false
         }
         running[key]?.stop = reason
         attempt.stop()
         await attempt.ended()
+        return true
     }
 
     /// Runs one attempt of a task through the engine and stores what came of it. `known`: the

@@ -52,6 +52,8 @@ public actor Daemon {
     let networkRead = Signal()
     /// Tasks whose owner was told they wait for the network (once per task; `announceWaiting`).
     var announcedWaiting: Set<TaskKey> = []
+    /// A look at running transfers' routes is due (``interruptTransfersThatLostTheirRoute()``).
+    var routeCheckScheduled = false
     /// Jobs for the work service (`schedule(_:)`), waiting in its lanes.
     let work = JobLanes()
     /// Authentication challenges waiting for their apps' answers.

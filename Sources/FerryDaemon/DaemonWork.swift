@@ -18,6 +18,8 @@ enum DaemonJob: Sendable {
     case idleCheck(ClientConnection)
     /// A launched app that has not taken its events: look again at `deadline`, unless stopped.
     case launchTimer(session: String, deadline: Date, StopControl)
+    /// A second look, after a grace, at running transfers whose link a reading found gone.
+    case routeCheck(deadline: Date)
     /// A cancelled upload's resource, given up on the server (bounded; the reply did not wait).
     case discardUpload(Transfer, session: String, task: Int)
     /// A transfer's progress: live to the session's clients, and/or saved as its resume point.
@@ -99,6 +101,9 @@ extension Daemon {
                 guard (try? await clock.sleep(until: deadline)) != nil else { return }
                 await self.launchIfNeeded(session)
             }
+        case .routeCheck(let deadline):
+            try? await clock.sleep(until: deadline)
+            await interruptTransfersThatLostTheirRoute()
         case .discardUpload(let transfer, let session, let task):
             await engine.discardUpload(of: transfer)
             logger.debug("upload resource given up", metadata: ["session": "\(session)", "task": "\(task)"])

@@ -55,16 +55,18 @@ package struct ConnectivityRequirement: Sendable {
 extension ConnectivityRequirement {
     /// Runs `body` (a transfer to `host` that was admitted) and follows its route meanwhile:
     /// when a reading finds the link it left by down, or no longer routing to `host`, `stop`
-    /// is called (it must make `body` end, as cancelling its task does) and this throws
-    /// ``ConnectivityFailure/routeLost(_:)`` whatever `body` threw. The kernel keeps such a TCP
-    /// connection open, so without this the transfer would sit until its request time-out.
+    /// is called (it must make `body` end, as cancelling its task does, and say whether it was
+    /// the first to stop it) and, when it was, this throws ``ConnectivityFailure/routeLost(_:)``
+    /// whatever `body` threw: a cancel or time-out that came first keeps its own error. The
+    /// kernel keeps such a TCP connection open, so without this the transfer would sit until its
+    /// request time-out.
     package func following<T>(
-        host: String, gate: NetworkGate = .shared, stop: @escaping @Sendable () -> Void, _ body: () async throws -> T
+        host: String, gate: NetworkGate = .shared, stop: @escaping @Sendable () -> Bool, _ body: () async throws -> T
     ) async throws -> T {
         let lost = Mutex<String?>(nil)
         let follower = gate.follow(host: host) { link in
             lost.withLock { $0 = link }
-            stop()
+            if !stop() { lost.withLock { $0 = nil } }
         }
         defer { follower.map(gate.unfollow) }
         do {
@@ -105,7 +107,12 @@ package final class NetworkGate: Sendable {
         /// Running transfers whose route each reading checks (``follow(host:lost:)``).
         var followers: [Int: Follower] = [:]
         var nextFollower = 0
+        /// A reading found a follower's link gone: a second look is due after the grace.
+        var secondLookDue = false
     }
+    /// How long a link must stay gone before its transfers are stopped: one that drops for a
+    /// moment (a Wi-Fi roam) keeps its TCP connections.
+    static let routeLossGrace = Duration.seconds(1)
     private struct Follower {
         let host: String
         let link: String
@@ -164,9 +171,10 @@ package final class NetworkGate: Sendable {
         }
     }
 
-    /// Follows a running transfer to `host`: `lost` is called once, with the link's name, by
-    /// the first reading that finds the link it leaves by now down or no longer routing to
-    /// `host`. Nil when there is nothing to follow (no reading yet, loopback, no route).
+    /// Follows a running transfer to `host`: `lost` is called once, with the link's name, when
+    /// the link it leaves by now is found down or no longer routing to `host` by a reading and
+    /// still so ``routeLossGrace`` later. Nil when there is nothing to follow (no reading yet,
+    /// loopback, no route).
     func follow(host: String, lost: @escaping @Sendable (String) -> Void) -> Int? {
         state.withLock { state in
             guard let link = state.conditions?.link(toward: host) else { return nil }
@@ -181,15 +189,33 @@ package final class NetworkGate: Sendable {
     }
 
     private func publish(_ conditions: NetworkConditions) {
-        let (waiters, lost) = state.withLock { state -> ([CheckedContinuation<Void, Never>], [Follower]) in
+        let (waiters, lookAgain) = state.withLock { state -> ([CheckedContinuation<Void, Never>], Bool) in
             state.conditions = conditions
             state.generation += 1
             defer { state.waiters = [:] }
-            let lost = state.followers.filter { conditions.hasLost($0.value.link, toward: $0.value.host) }
-            for id in lost.keys { state.followers[id] = nil }
-            return (Array(state.waiters.values), Array(lost.values))
+            let lookAgain = !state.secondLookDue && state.followers.values.contains { conditions.hasLost($0.link, toward: $0.host) }
+            if lookAgain { state.secondLookDue = true }
+            return (Array(state.waiters.values), lookAgain)
         }
         for waiter in waiters { waiter.resume() }
+        if lookAgain {
+            // One short-lived timer for all of them, only when a link went.
+            Task {
+                try? await Task.sleep(for: Self.routeLossGrace)
+                self.stopFollowersThatLostTheirRoute()
+            }
+        }
+    }
+
+    /// Tells the followers whose link the latest reading still finds gone.
+    private func stopFollowersThatLostTheirRoute() {
+        let lost = state.withLock { state -> [Follower] in
+            state.secondLookDue = false
+            guard let conditions = state.conditions else { return [] }
+            let lost = state.followers.filter { conditions.hasLost($0.value.link, toward: $0.value.host) }
+            for id in lost.keys { state.followers[id] = nil }
+            return Array(lost.values)
+        }
         for follower in lost { follower.lost(follower.link) }
     }
 

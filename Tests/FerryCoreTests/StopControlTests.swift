@@ -45,4 +45,20 @@ struct StopControlTests {
         await quick.ended()
         #expect(finished.withLock { $0 })
     }
+
+    @Test("two controllers waiting for the same work's end both return (a suspend and a lost route stopping one transfer), and a later wait returns at once", .timeLimit(.minutes(1)))
+    func severalWaitForTheEnd() async {
+        let control = StopControl()
+        let sleeper = CancellationProbe()
+        let work = Task { await control.runs { await sleeper.work() } }
+        async let first: Void = control.ended()
+        async let second: Void = control.ended()
+        try? await Task.sleep(for: .milliseconds(20))
+        control.stop()
+        control.stop()
+        _ = await (first, second)
+        await work.value
+        await control.ended()
+        #expect(sleeper.wasCancelled)
+    }
 }

@@ -156,6 +156,31 @@ struct NetworkTests {
         #expect(try await Self.task("mid", task, on: client).attemptCount == 2, "the interrupted attempt counts, as a lost connection's does")
     }
 
+    @Test("a link that drops for a moment (shorter than the grace) interrupts nothing: the download goes on over its connection")
+    func briefDropKeepsTheTransfer() async throws {
+        let (lab, ferryd) = try await Self.setUp()
+        defer { ferryd.cleanUp(); lab.remove() }
+        let size = 1 << 20
+        try Data(TestContent.bytes(count: size, seed: 12)).write(to: lab.www.appendingPathComponent("slow.bin"))
+        try lab.limitServerRate(bytesPerSecond: 256 << 10)
+        let client = try await ferryd.owner(of: "brief")
+        let task = try await client.submit(.download("brief", lab.url("/slow.bin"))).taskIdentifier
+        try await poll(until: "the web server to answer the download", timeout: .seconds(10), every: .milliseconds(20),
+                       observed: "its log: \(lab.requests.suffix(3))") {
+            lab.requests.contains { $0.contains("GET /slow.bin ") }
+        }
+        try await Task.sleep(for: .milliseconds(500))
+        try lab.setLink(up: false)
+        try await Task.sleep(for: .milliseconds(300))  // ferryd reads it 50 ms after the change
+        try lab.setLink(up: true)
+        let events = try await client.events(untilFinished: [task], timeout: 60)
+        #expect(events.of(task).last?.kind == .completed, "\(events.of(task).map(\.kind.name))")
+        #expect(try TestFiles.sha256Hex(ofFile: finishedFile(events, task: task)) == TestContent.sha256Hex(count: size, seed: 12))
+        #expect(lab.requests.filter { $0.contains("GET /slow.bin ") }.count == 1, "one request: \(lab.requests)")
+        #expect(!ferryd.log.contains("route lost"), "ferryd's log:\n\(ferryd.log.suffix(2000))")
+        #expect(ferryd.log.components(separatedBy: "network changed").count > 2, "ferryd saw the link go and come back")
+    }
+
     @Test("without a default route a host behind it waits while one on the link is fetched; restoring the route starts it within a second")
     func defaultRouteRemoved() async throws {
         let (lab, ferryd) = try await Self.setUp()

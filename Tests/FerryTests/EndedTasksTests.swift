@@ -40,7 +40,7 @@ struct EndedTasksTests {
                 task.resume()
                 tasks.append(task)
             }
-            for task in tasks where task.taskIdentifier % 10 == 0 { task.cancel() }
+            for (index, task) in tasks.enumerated() where (index + 1) % 10 == 0 { task.cancel() }  // the stalled ones
             try await poll(until: "the delegate to hear of all \(count) completions", timeout: .seconds(60), every: .milliseconds(100),
                            observed: "\(delegate.tasks.count) heard") {
                 delegate.tasks.count >= count

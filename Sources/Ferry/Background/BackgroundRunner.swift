@@ -21,6 +21,11 @@ struct BackgroundRunner: TaskRunner {
         do {
             let submission = try submission(for: task)
             let submitted = try link.perform(.submit(submission))
+            // ferryd has it under this number, its end still to be delivered (not a task that
+            // ended and was delivered before, submitted again with its idempotency key).
+            if submitted.task.taskIdentifier == task.taskIdentifier, !(submitted.existing && submitted.task.state.isFinal) {
+                task.lock.withLockedValue { $0.isInDaemon = true }
+            }
             guard submitted.existing else { return }
             // ferryd kept the task it had for this key: this one hears what happens to it.
             let existing = submitted.task.taskIdentifier

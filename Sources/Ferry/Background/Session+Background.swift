@@ -80,6 +80,7 @@ extension SessionTask {
     /// Takes on the state ferryd reports for a task this process did not create.
     func adoptBackgroundState(_ info: TaskInfo) {
         lock.withLockedValue { m in
+            m.isInDaemon = true
             m.taskDescription = info.taskDescription
             m.priority = Float(info.priority)
             m.earliestBeginDate = info.earliestBeginDate
