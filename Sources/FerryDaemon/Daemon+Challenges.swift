@@ -144,15 +144,24 @@ final class OwnerArrivals: Sendable {
     /// Waits until more than `after` owners of `session` have attached (true), for at most
     /// `limit` or until the caller is cancelled (false).
     func wait(_ session: String, after: Int, within limit: Duration) async -> Bool {
+        await withTaskGroup(of: Bool.self) { race in
+            race.addTask { await self.arrival(session, after: after) }
+            race.addTask {
+                try? await Task.sleep(for: limit)
+                return false
+            }
+            let first = await race.next() ?? false
+            race.cancelAll()
+            return first
+        }
+    }
+
+    /// Returns true once more than `after` owners of `session` attached, false if cancelled.
+    private func arrival(_ session: String, after: Int) async -> Bool {
         let id = state.withLock { state -> UInt64 in
             defer { state.nextWaiter += 1 }
             return state.nextWaiter
         }
-        let timeout = Task {
-            try? await Task.sleep(for: limit)
-            self.give(up: id)
-        }
-        defer { timeout.cancel() }
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
                 let now = state.withLock { state -> Bool? in

@@ -46,7 +46,7 @@ extension Daemon {
     /// a TCP connection when its link goes, so without this a transfer would sit until its
     /// request time-out (60 s by default) and then count as a failed attempt. The scheduler's
     /// next pass holds them (`noNetwork`, told once to an owner that asked) or starts them
-    /// over another link. The attempt counts, as a lost connection's does.
+    /// over another link. The attempt does not count (waiting for the network uses none).
     func interruptTransfersThatLostTheirRoute() async {
         routeCheckScheduled = false
         let lost = transfersThatLostTheirRoute()
@@ -65,7 +65,10 @@ extension Daemon {
         for key in stopped {
             do {
                 _ = try await store.updateTask(session: key.session, task: key.task, now: clock.now) { record in
-                    if record.state == .running { record.state = .waiting }
+                    guard record.state == .running else { return }
+                    record.state = .waiting
+                    // The network took it away: that uses no attempt, as waiting for it does not.
+                    record.attemptCount = max(0, record.attemptCount - 1)
                 }
             } catch {
                 logger.warning("cannot put an interrupted task back to wait", metadata: [
