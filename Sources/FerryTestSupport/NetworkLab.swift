@@ -5,8 +5,8 @@ import Glibc
 #endif
 
 /// Two network namespaces made for one test and joined by a veth pair: `client` (where ferryd
-/// runs) at 10.200.0.2 and `server` at 10.200.0.1, with a web server (Python's `http.server`,
-/// serving ``root``) listening on every address of `server`, among them ``farHost``
+/// runs) at 10.200.0.2 and `server` at 10.200.0.1, with a web server (Python's `http.server`
+/// with byte ranges, serving ``root``) listening on every address of `server`, among them ``farHost``
 /// (10.201.0.1), which the client reaches only through its default route. The test takes the
 /// link down and up and removes the default route; ``remove()`` deletes both namespaces
 /// (and with them the veth pair). Needs root and iproute2 (`scripts/install-deps`).
@@ -98,10 +98,59 @@ public final class NetworkLab: Sendable {
         }
     }
 
+    /// Python's file server, taught one `Range` (`bytes=N-` or `bytes=N-M`: a `206`, so that a
+    /// download interrupted by the network is seen to resume), each request line logged with
+    /// the range it asked for (`"GET /a.bin HTTP/1.1" 206 - range=bytes=100-`).
+    static let serverScript = #"""
+        import http.server, os, re, sys
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            range_left = None
+            def send_head(self):
+                asked = re.fullmatch(r"bytes=(\d+)-(\d*)", self.headers.get("Range") or "")
+                path = self.translate_path(self.path)
+                if not asked or not os.path.isfile(path):
+                    return super().send_head()
+                size = os.path.getsize(path)
+                start = int(asked.group(1))
+                end = min(int(asked.group(2)), size - 1) if asked.group(2) else size - 1
+                if start > end:
+                    self.send_error(416)
+                    return None
+                body = open(path, "rb")
+                body.seek(start)
+                self.send_response(206)
+                self.send_header("Content-Type", self.guess_type(path))
+                self.send_header("Content-Range", "bytes %d-%d/%d" % (start, end, size))
+                self.send_header("Content-Length", str(end - start + 1))
+                self.send_header("Last-Modified", self.date_time_string(int(os.path.getmtime(path))))
+                self.end_headers()
+                self.range_left = end - start + 1
+                return body
+            def copyfile(self, source, destination):
+                if self.range_left is None:
+                    return super().copyfile(source, destination)
+                while self.range_left > 0:
+                    chunk = source.read(min(65536, self.range_left))
+                    if not chunk:
+                        break
+                    destination.write(chunk)
+                    self.range_left -= len(chunk)
+            def log_request(self, code="-", size="-"):
+                code = getattr(code, "value", code)
+                asked = self.headers.get("Range")
+                self.log_message('"%s" %s %s%s', self.requestline, code, size, " range=" + asked if asked else "")
+        os.chdir(sys.argv[2])
+        server = http.server.ThreadingHTTPServer(("0.0.0.0", int(sys.argv[1])), Handler)
+        print("Serving HTTP on 0.0.0.0 port %s" % sys.argv[1], flush=True)
+        server.serve_forever()
+        """#
+
     /// Starts the web server in the server namespace and waits (≤ 10 s) until it answers there.
     public func startServer() async throws {
+        let script = root.appendingPathComponent("server.py")
+        try Data(Self.serverScript.utf8).write(to: script)
         let process = try SpawnedProcess.start(
-            Self.ipPath, ["netns", "exec", server, "python3", "-u", "-m", "http.server", "--bind", "0.0.0.0", "\(Self.port)", "--directory", www.path],
+            Self.ipPath, ["netns", "exec", server, "python3", "-u", script.path, "\(Self.port)", www.path],
             log: serverLog)
         serverProcess.set(process)
         try await poll(until: "the lab's web server to listen on port \(Self.port)", timeout: .seconds(10), every: .milliseconds(50),

@@ -152,7 +152,10 @@ struct NetworkTests {
         let events = pushes.compactMap(\.event)
         #expect(events.of(task).last?.kind == .completed, "\(events.of(task).map(\.kind.name)); ferryd's log:\n\(ferryd.log.suffix(3000))")
         #expect(try TestFiles.sha256Hex(ofFile: finishedFile(events, task: task)) == TestContent.sha256Hex(count: size, seed: 11))
-        #expect(lab.requests.filter { $0.contains("GET /slow.bin ") }.count == 2, "asked again once the link was back: \(lab.requests)")
+        let asked = lab.requests.filter { $0.contains("GET /slow.bin ") }
+        #expect(asked.count == 2, "asked again once the link was back: \(asked)")
+        let resumedAt = asked.last.flatMap { $0.range(of: "range=bytes=") }.map { asked.last![$0.upperBound...].prefix { $0.isNumber } }
+        #expect(resumedAt.flatMap { Int($0) }.map { $0 > 0 } == true, "the second request asks for the rest (206), not the whole: \(asked)")
         #expect(try await Self.task("mid", task, on: client).attemptCount == 1, "the network's interruption used no attempt")
     }
 
