@@ -27,7 +27,8 @@ extension Daemon {
             // Not at once: a link that drops for a moment (a Wi-Fi roam) keeps its TCP
             // connections, and an interrupted upload may have to start over.
             routeCheckScheduled = true
-            schedule(.routeCheck(deadline: clock.now.addingTimeInterval(Self.routeLossGrace)))
+            let grace = NetworkConditions.routeLossGrace.timeInterval
+            schedule(.routeCheck(deadline: clock.now.addingTimeInterval(grace)))
         }
         if conditions.isBetter(than: before) {
             do {
@@ -41,8 +42,8 @@ extension Daemon {
     }
 
     /// Stops the running transfers whose link went down (or no longer routes to their host)
-    /// and stayed so for ``routeLossGrace``, and puts them back to wait, their resume points
-    /// kept (a download's; an upload that cannot resume starts over): the kernel does not close
+    /// and stayed so for ``NetworkConditions/routeLossGrace``, and puts them back to wait,
+    /// their resume points kept (a download's; an upload that cannot resume starts over): the kernel does not close
     /// a TCP connection when its link goes, so without this a transfer would sit until its
     /// request time-out (60 s by default) and then count as a failed attempt. The scheduler's
     /// next pass holds them (`noNetwork`, told once to an owner that asked) or starts them
@@ -78,9 +79,6 @@ extension Daemon {
         }
         wakeup.signal()  // the next pass holds them (noNetwork) or starts them over another link
     }
-
-    /// How long a link must stay gone before its transfers are interrupted.
-    static let routeLossGrace: TimeInterval = 1
 
     /// The running transfers whose link the last reading found down, or no longer routing to
     /// their host.

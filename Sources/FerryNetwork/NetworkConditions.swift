@@ -34,6 +34,10 @@ package struct NetworkConditions: Hashable, Sendable {
         return link.name
     }
 
+    /// How long a link must stay lost before the transfers over it are stopped (ferryd's and
+    /// in-process): one that drops for a moment (a Wi-Fi roam) keeps its TCP connections.
+    package static let routeLossGrace = Duration.seconds(1)
+
     /// Whether a connection made to `host` over `link` has lost its way in this reading: the
     /// link is down or gone, or no longer routes to the host. A better route appearing beside
     /// one that stays is not a loss (the connection still works).

@@ -110,9 +110,6 @@ package final class NetworkGate: Sendable {
         /// A reading found a follower's link gone: a second look is due after the grace.
         var secondLookDue = false
     }
-    /// How long a link must stay gone before its transfers are stopped: one that drops for a
-    /// moment (a Wi-Fi roam) keeps its TCP connections.
-    static let routeLossGrace = Duration.seconds(1)
     private struct Follower {
         let host: String
         let link: String
@@ -173,8 +170,8 @@ package final class NetworkGate: Sendable {
 
     /// Follows a running transfer to `host`: `lost` is called once, with the link's name, when
     /// the link it leaves by now is found down or no longer routing to `host` by a reading and
-    /// still so ``routeLossGrace`` later. Nil when there is nothing to follow (no reading yet,
-    /// loopback, no route).
+    /// still so ``NetworkConditions/routeLossGrace`` later. Nil when there is nothing to follow
+    /// (no reading yet, loopback, no route).
     func follow(host: String, lost: @escaping @Sendable (String) -> Void) -> Int? {
         state.withLock { state in
             guard let link = state.conditions?.link(toward: host) else { return nil }
@@ -201,7 +198,7 @@ package final class NetworkGate: Sendable {
         if lookAgain {
             // One short-lived timer for all of them, only when a link went.
             Task {
-                try? await Task.sleep(for: Self.routeLossGrace)
+                try? await Task.sleep(for: NetworkConditions.routeLossGrace)
                 self.stopFollowersThatLostTheirRoute()
             }
         }

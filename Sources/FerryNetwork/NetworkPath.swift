@@ -45,24 +45,30 @@ package struct NetworkPath: Hashable, Sendable {
     /// An IP literal takes the longest matching route; a name (it must be resolved first)
     /// takes the best default route of either family. Loopback hosts always have a path.
     package func link(toward host: String) -> Link? {
-        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        let bare = Self.bare(host)
         if bare.lowercased() == "localhost" || bare.lowercased().hasSuffix(".localhost") { return .loopback }
-        guard let address = Self.address(bare) else {
-            return usable(routes.filter(\.isDefault)).first.flatMap { links[$0.link] }
-        }
-        if Self.isLoopback(address) { return .loopback }
-        let matching = usable(routes.filter { $0.destination.count == address.count && Self.prefix(of: address, matches: $0) })
-        guard let best = matching.first else { return nil }
+        let address = Self.address(bare)
+        if let address, Self.isLoopback(address) { return .loopback }
+        guard let best = usable(routes(toward: address)).first else { return nil }
         return best.isLocal ? .loopback : links[best.link]
     }
 
     /// Whether `link` still has a usable route to `host` (for a name, a default route): a
     /// connection that left by it can still be carried, even when another link is now better.
     package func reaches(_ host: String, over link: String) -> Bool {
-        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
-        let over = usable(routes.filter { $0.link == link })
-        guard let address = Self.address(bare) else { return over.contains(where: \.isDefault) }
-        return over.contains { $0.destination.count == address.count && Self.prefix(of: address, matches: $0) }
+        !usable(routes(toward: Self.address(Self.bare(host))).filter { $0.link == link }).isEmpty
+    }
+
+    /// The routes that could carry a connection to `address` (those whose prefix holds it), or
+    /// for a name (nil: it must be resolved first) the default routes of either family.
+    private func routes(toward address: [UInt8]?) -> [Route] {
+        guard let address else { return routes.filter(\.isDefault) }
+        return routes.filter { $0.destination.count == address.count && Self.prefix(of: address, matches: $0) }
+    }
+
+    /// `host` without the brackets of an IPv6 literal in a URL.
+    private static func bare(_ host: String) -> String {
+        host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
     }
 
     /// Whether a host name (not a literal) would find a link: the "online" of `ferry daemon status`.

@@ -78,6 +78,25 @@ struct NetworkTests {
         return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
     }
 
+    /// Puts 1 MiB as `slow.bin` (content of `seed`) and slows the server to 256 KiB/s (4 s for
+    /// the file), so that a download is still under way when the test changes the network.
+    static func serveSlowly(_ lab: NetworkLab, seed: UInt64) throws -> Int {
+        let size = 1 << 20
+        try Data(TestContent.bytes(count: size, seed: seed)).write(to: lab.www.appendingPathComponent("slow.bin"))
+        try lab.limitServerRate(bytesPerSecond: 256 << 10)
+        return size
+    }
+
+    /// Waits (≤ 10 s) until the web server answered the download of `slow.bin`, then half a
+    /// second more: its bytes are flowing.
+    static func underWay(_ lab: NetworkLab) async throws {
+        try await poll(until: "the web server to answer the download", timeout: .seconds(10), every: .milliseconds(20),
+                       observed: "its log: \(lab.requests.suffix(3))") {
+            lab.requests.contains { $0.contains("GET /slow.bin ") }
+        }
+        try await Task.sleep(for: .milliseconds(500))
+    }
+
     func finishedFile(_ events: [Event], task: Int) throws -> URL {
         let location = events.of(task).compactMap { if case .downloadFinished(let f) = $0.kind { f.location } else { nil } }.first
         return URL(fileURLWithPath: try #require(location, "task \(task) has no downloadFinished: \(events.of(task).map(\.kind.name))"))
@@ -119,17 +138,11 @@ struct NetworkTests {
     func linkDownMidTransfer() async throws {
         let (lab, ferryd) = try await Self.setUp()
         defer { ferryd.cleanUp(); lab.remove() }
-        let size = 1 << 20
-        try Data(TestContent.bytes(count: size, seed: 11)).write(to: lab.www.appendingPathComponent("slow.bin"))
-        try lab.limitServerRate(bytesPerSecond: 256 << 10)  // 4 s for the file
+        let size = try Self.serveSlowly(lab, seed: 11)
         let client = try await RawClient.connected(to: ferryd.socketPath)
         try await Self.attach("mid", NetworkAccess(waitsForConnectivity: true), on: client)
         let task = try await client.submit(.download("mid", lab.url("/slow.bin"))).taskIdentifier
-        try await poll(until: "the web server to answer the download", timeout: .seconds(10), every: .milliseconds(20),
-                       observed: "its log: \(lab.requests.suffix(3))") {
-            lab.requests.contains { $0.contains("GET /slow.bin ") }
-        }
-        try await Task.sleep(for: .milliseconds(500))  // bytes are flowing
+        try await Self.underWay(lab)
         #expect(try await Self.task("mid", task, on: client).state == .running)
 
         let down = ContinuousClock.now
@@ -163,16 +176,10 @@ struct NetworkTests {
     func briefDropKeepsTheTransfer() async throws {
         let (lab, ferryd) = try await Self.setUp()
         defer { ferryd.cleanUp(); lab.remove() }
-        let size = 1 << 20
-        try Data(TestContent.bytes(count: size, seed: 12)).write(to: lab.www.appendingPathComponent("slow.bin"))
-        try lab.limitServerRate(bytesPerSecond: 256 << 10)
+        let size = try Self.serveSlowly(lab, seed: 12)
         let client = try await ferryd.owner(of: "brief")
         let task = try await client.submit(.download("brief", lab.url("/slow.bin"))).taskIdentifier
-        try await poll(until: "the web server to answer the download", timeout: .seconds(10), every: .milliseconds(20),
-                       observed: "its log: \(lab.requests.suffix(3))") {
-            lab.requests.contains { $0.contains("GET /slow.bin ") }
-        }
-        try await Task.sleep(for: .milliseconds(500))
+        try await Self.underWay(lab)
         try lab.setLink(up: false)
         try await Task.sleep(for: .milliseconds(300))  // ferryd reads it 50 ms after the change
         try lab.setLink(up: true)
