@@ -122,7 +122,7 @@ extension Daemon {
                 bytes += batch[end].record.payload.utf8.count
                 end += 1
             }
-            let granted = connection.reserveMessages(end - start, of: session)
+            let granted = connection.reserveMessages(batch[start..<end].lazy.map { $0.record.payload.utf8.count }, of: session)
             guard granted > 0 else { continue }  // a progress report took the room: wait again
             end = start + granted
             await connection.drained(to: connection.maximumOutboundBytes / 2)

@@ -105,7 +105,7 @@ extension Daemon {
                     .backgroundSessionInUseByAnotherProcess,
                     "session \(session) is owned by another process\(pid.map { " (pid \($0))" } ?? "")")
             }
-            connection.pace(session, window: attach.eventWindow)
+            connection.pace(session, window: attach.eventWindow, byteWindow: attach.eventByteWindow)
         } else {
             update(session) { $0.watch(by: connection.id) }
         }

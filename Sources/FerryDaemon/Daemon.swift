@@ -377,7 +377,8 @@ public actor Daemon {
     func broadcast(_ progress: TaskProgress) {
         let session = progress.sessionIdentifier
         for id in sessions[session]?.progressTargets ?? [] {
-            guard let connection = connections[id], connection.reserveMessages(1, of: session) == 1 else { continue }
+            // Counted as no bytes: the byte window bounds events' payloads, progress is small.
+            guard let connection = connections[id], connection.reserveMessages(CollectionOfOne(0), of: session) == 1 else { continue }
             if !connection.send(.progress(progress), droppable: true) { connection.unreserveMessages(1, of: session) }
         }
     }

@@ -79,7 +79,7 @@ final class EventOutbox: Sendable {
                     let index = sends.firstIndex { $0.session == session }
                     let queued = index.map { sends[$0].bytes } ?? 0
                     if live.connection.pendingOutboundBytes + queued + size <= liveBacklogLimit,
-                        live.connection.reserveMessages(1, of: session) == 1
+                        live.connection.reserveMessages(CollectionOfOne(size), of: session) == 1
                     {
                         entry.live?.sent = record.sequence
                         state.entries[session] = entry

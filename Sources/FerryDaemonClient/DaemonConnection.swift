@@ -226,6 +226,8 @@ public final class DaemonConnection: Sendable {
     /// How many events and progress reports ferryd has pushed on this connection (taken or
     /// not): what a paced session's window bounds.
     package var eventsAndProgressReceived: Int { state.eventsAndProgressReceived.load(ordering: .relaxed) }
+    /// The body bytes of the data events among them.
+    package var bodyBytesReceived: Int { state.bodyBytesReceived.load(ordering: .relaxed) }
 
     /// Closes the connection; ferryd treats it as the process going away.
     public func close() async {

@@ -18,6 +18,8 @@ final class ConnectionState: Sendable {
     private let pushedContinuation: AsyncStream<DaemonMessage>.Continuation
     /// Events and progress reports received (what ferryd's pacing counts).
     let eventsAndProgressReceived = Atomic<Int>(0)
+    /// Body bytes of the data events among them.
+    let bodyBytesReceived = Atomic<Int>(0)
 
     init() {
         (pushed, pushedContinuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
@@ -66,6 +68,7 @@ final class ConnectionState: Sendable {
             complete(id: id, with: .failure(DaemonConnectionError.failure(error)))
         case .event, .progress:
             eventsAndProgressReceived.add(1, ordering: .relaxed)
+            if case .event(let event) = message, case .data(let bytes) = event.kind { bodyBytesReceived.add(bytes.count, ordering: .relaxed) }
             pushedContinuation.yield(message)
         case .waitingForConnectivity, .eventsFinished, .eventsWaiting, .goodbye, .challenge:
             pushedContinuation.yield(message)

@@ -200,16 +200,25 @@ public struct AttachSession: Hashable, Sendable, Codable {
     /// slower than its events holds a bounded number of them; what waits, waits in ferryd's
     /// store. Progress that finds no room is dropped (the next one says more). nil: unpaced.
     public var eventWindow: Int?
+    /// With an ``eventWindow``: ferryd also stops pushing the session's events while the
+    /// payload bytes of those beyond the owner's count reach this many (one event may cross
+    /// it), so large ones (a data task's body, up to ``EventKind/maximumDataSize`` each) cannot
+    /// fill the window. The owner says `taken` at least every quarter of it, or ferryd waits
+    /// for a count that never comes. nil: counted by messages only.
+    public var eventByteWindow: Int?
 
     /// The window the library asks for (ferryd takes 1…``maximumEventWindow``).
     public static let defaultEventWindow = 256
     public static let maximumEventWindow = 65_536
+    /// The byte window the library asks for (ferryd takes ``eventByteWindowRange``).
+    public static let defaultEventByteWindow = 4 << 20
+    public static let eventByteWindowRange = (64 << 10)...(1 << 30)
 
     public init(
         sessionIdentifier: String, sharedContainerIdentifier: String? = nil, owner: Bool = true,
         httpMaximumConnectionsPerHost: Int? = nil, networkAccess: NetworkAccess? = nil,
         transferOptions: SessionTransferOptions? = nil, keepsEvents: Bool? = nil, sendsLaunchEvents: Bool? = nil,
-        eventWindow: Int? = nil
+        eventWindow: Int? = nil, eventByteWindow: Int? = nil
     ) {
         self.sessionIdentifier = sessionIdentifier
         self.sharedContainerIdentifier = sharedContainerIdentifier
@@ -220,6 +229,7 @@ public struct AttachSession: Hashable, Sendable, Codable {
         self.keepsEvents = keepsEvents
         self.sendsLaunchEvents = sendsLaunchEvents
         self.eventWindow = eventWindow
+        self.eventByteWindow = eventByteWindow
     }
 }
 
@@ -343,6 +353,13 @@ extension Request {
             }
             if let window = attach.eventWindow, !(1...AttachSession.maximumEventWindow).contains(window) {
                 throw FerryProtocolError(.badRequest, "eventWindow is between 1 and \(AttachSession.maximumEventWindow)")
+            }
+            if let bytes = attach.eventByteWindow {
+                let range = AttachSession.eventByteWindowRange
+                guard attach.eventWindow != nil else { throw FerryProtocolError(.badRequest, "eventByteWindow comes with an eventWindow") }
+                guard range.contains(bytes) else {
+                    throw FerryProtocolError(.badRequest, "eventByteWindow is between \(range.lowerBound) and \(range.upperBound)")
+                }
             }
         case .taken(let taken):
             if taken.count < 0 { throw FerryProtocolError(.badRequest, "a taken count is not negative") }

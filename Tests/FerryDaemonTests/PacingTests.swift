@@ -1,4 +1,5 @@
 @testable import FerryDaemon
+import FerryCore
 import FerryProtocol
 import FerryTestSupport
 import Foundation
@@ -78,6 +79,59 @@ struct PacingTests {
         await daemon.shutdown()
     }
 
+    @Test("a byte window: data tasks' bodies come a MiB at a time beyond what was taken, whole and in order")
+    func byteWindowHoldsBodiesBack() async throws {
+        let daemon = try await InProcessDaemon()
+        let server = try await TestHTTPServer.start()
+        let client = try await daemon.client("paced-app")
+        let session = "paced.bytes"
+        let byteWindow = 1 << 20
+        _ = try await client.request(.attach(AttachSession(sessionIdentifier: session, owner: true, eventWindow: 256, eventByteWindow: byteWindow)))
+        let size = 1 << 20
+        var identifiers: [Int] = []
+        for seed in 1...4 as ClosedRange<UInt64> {
+            let submission = TaskSubmission(
+                sessionIdentifier: session, kind: .data, request: TaskRequest(url: URL(string: server.baseURL + "/bytes/\(size)?seed=\(seed)")!))
+            identifiers.append(try await client.submit(submission).taskIdentifier)
+        }
+        try await daemon.waitUntilCompleted(session, identifiers)
+        let stored = try await daemon.store.undeliveredEvents(in: session).count
+        #expect(stored == 4 * 6, "a response, four data events and a completion for each task")
+
+        func bodyBytes(_ events: [Event]) -> Int {
+            events.reduce(0) { total, event in
+                guard case .data(let bytes) = event.kind else { return total }
+                return total + bytes.count
+            }
+        }
+        var pushed = Self.counted(try await Self.pushesUntilQuiet(client, quiet: 0.5))
+        var events = pushed.events
+        var taken = pushed.events.count + pushed.progress
+        let first = bodyBytes(events)
+        #expect(first > 0 && first <= byteWindow + EventKind.maximumDataSize, "the byte window's worth, one event past it at most: \(first) bytes")
+        for _ in 0..<100 where events.count < stored {
+            _ = try await client.request(.taken(EventsTaken(sessionIdentifier: session, count: taken)))
+            pushed = Self.counted(try await Self.pushesUntilQuiet(client, quiet: 0.5))
+            let more = bodyBytes(pushed.events)
+            #expect(more <= byteWindow + EventKind.maximumDataSize, "a window at a time: \(more) bytes")
+            events += pushed.events
+            taken += pushed.events.count + pushed.progress
+        }
+        #expect(events.count == stored, "every stored event came")
+        #expect(events.map(\.sequence) == events.map(\.sequence).sorted() && Set(events.map(\.sequence)).count == events.count)
+        for (seed, identifier) in zip(1...4 as ClosedRange<UInt64>, identifiers) {
+            var body = Data()
+            for event in events where event.taskIdentifier == identifier {
+                if case .data(let bytes) = event.kind { body.append(bytes) }
+            }
+            let expected = Data(TestContent.bytes(count: size, seed: seed))
+            #expect(body == expected, "task \(identifier)'s body whole: \(body.count) bytes")
+        }
+        client.close()
+        try await server.shutdown()
+        await daemon.shutdown()
+    }
+
     @Test("the window's count starts again at a new owner's attach, and an unpaced owner gets everything at once")
     func newOwnerStartsAgain() async throws {
         let daemon = try await InProcessDaemon()
@@ -112,22 +166,45 @@ struct PacingTests {
 /// The window's arithmetic as a value.
 @Suite("EventPacing")
 struct EventPacingTests {
+    /// `count` small messages (the byte window is not what these look at).
+    static func messages(_ count: Int) -> [Int] { Array(repeating: 100, count: count) }
+
     @Test("reserve grants what the window leaves; taken opens it, never beyond what was sent nor back; unreserve returns what did not go")
     func arithmetic() {
         var pacing = EventPacing(window: 4)
-        #expect(pacing.reserve(3) == 3)
-        #expect(pacing.reserve(3) == 1)
-        #expect(pacing.reserve(1) == 0)
+        #expect(pacing.reserve(Self.messages(3)) == 3)
+        #expect(pacing.reserve(Self.messages(3)) == 1)
+        #expect(pacing.reserve(Self.messages(1)) == 0)
         pacing.took(2)
         #expect(pacing.room == 2)
         pacing.took(1)
         #expect(pacing.room == 2, "a smaller total changes nothing")
         pacing.took(100)
         #expect(pacing.room == 4, "only what was sent counts")
-        #expect(pacing.reserve(4) == 4)
+        #expect(pacing.reserve(Self.messages(4)) == 4)
         pacing.unreserve(1)  // a progress report that met a full socket
         #expect(pacing.room == 1)
         pacing.took(5)
         #expect(pacing.room == 2, "seven went in all; the owner took five")
+    }
+
+    @Test("a byte window stops at the message that crosses it, opens as the owner's count passes the large ones, and forgets what did not go")
+    func bytes() {
+        var pacing = EventPacing(window: 100, byteWindow: 1000)
+        #expect(pacing.reserve([10, 600, 600, 10]) == 3, "the third crosses 1,000 bytes and goes; the fourth waits")
+        #expect(pacing.bytesInFlight == 1210)
+        #expect(!pacing.hasRoom)
+        #expect(pacing.reserve([10]) == 0)
+        pacing.took(1)
+        #expect(!pacing.hasRoom, "1,200 bytes are still out")
+        pacing.took(2)
+        #expect(pacing.hasRoom && pacing.bytesInFlight == 600)
+        #expect(pacing.reserve([5000]) == 1, "one message goes whatever its size while there is room")
+        pacing.unreserve(1)
+        #expect(pacing.bytesInFlight == 600, "the one that did not go holds nothing")
+        pacing.took(3)
+        #expect(pacing.bytesInFlight == 0 && pacing.room == 100)
+        var unbounded = EventPacing(window: 2)
+        #expect(unbounded.reserve([1 << 30, 1 << 30, 1]) == 2, "without a byte window only the count counts")
     }
 }

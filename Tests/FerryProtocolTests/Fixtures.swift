@@ -49,6 +49,7 @@ enum Fixtures {
         .attach(AttachSession(sessionIdentifier: session, owner: false)),
         .attach(AttachSession(sessionIdentifier: session, owner: true, httpMaximumConnectionsPerHost: 2)),
         .attach(AttachSession(sessionIdentifier: session, owner: true, eventWindow: 128)),
+        .attach(AttachSession(sessionIdentifier: session, owner: true, eventWindow: 256, eventByteWindow: 4 << 20)),
         .attach(AttachSession(
             sessionIdentifier: session, owner: true,
             networkAccess: NetworkAccess(waitsForConnectivity: true, allowsExpensiveNetworkAccess: false, isDiscretionary: true))),

@@ -1,5 +1,6 @@
 @testable import Ferry
 import FerryTestSupport
+import FerryProtocol
 import Foundation
 import Testing
 
@@ -38,18 +39,54 @@ struct BackgroundPacingTests {
             session.finishTasksAndInvalidate()
         }
     }
+
+    @Test("a delegate stuck in its first data callback holds the app to the byte windows of data tasks' bodies; released, it gets every byte")
+    func stuckDelegateIsBoundedInBytes() async throws {
+        try await withDaemonAndServer { daemon, server in
+            let delegate = StuckDelegate()
+            let session = try Session.background(daemon.configuration("bg.paced.bytes"), delegate: delegate)
+            let (count, size) = (16, 1 << 20)
+            for seed in 1...count { session.dataTask(with: server.url("/bytes/\(size)?seed=\(seed)")).resume() }
+            try await poll(until: "ferryd to complete all \(count) data tasks", timeout: .seconds(90), every: .milliseconds(500)) {
+                let listed = try await runFerry(["list", "--json", "--session", "bg.paced.bytes"], environment: daemon.environment)
+                return listed.output.components(separatedBy: "\"completed\"").count - 1 >= count
+            }
+            #expect(delegate.completions.isEmpty && delegate.bodyBytes == 0, "the delegate is still in its first data callback")
+            let link = try #require(session.background)
+            // Give ferryd's pushes time to arrive: what the app holds is what pacing let through.
+            try await Task.sleep(for: .milliseconds(500))
+            // ferryd has 16 MiB of bodies ready; the app holds what the two byte windows let through.
+            let held = link.heldBodyBytes
+            let chunk = EventKind.maximumDataSize
+            #expect(held.onDelegate <= DeliveryPacing.inFlightByteLimit + chunk, "\(held)")
+            #expect(held.received - held.taken <= DeliveryPacing.byteWindow + chunk, "\(held)")
+            #expect(held.received <= DeliveryPacing.byteWindow + DeliveryPacing.inFlightByteLimit + DeliveryPacing.reportEveryBytes + 2 * chunk, "\(held)")
+            #expect(held.received > 0, "\(held)")
+
+            delegate.release()
+            try await poll(until: "the delegate to hear of all \(count) completions", timeout: .seconds(90), every: .milliseconds(100)) {
+                delegate.completions.count >= count
+            }
+            #expect(delegate.bodyBytes == count * size, "every body byte once")
+            #expect(Set(delegate.completions).count == count && delegate.failures == 0)
+            session.finishTasksAndInvalidate()
+        }
+    }
 }
 
-/// Waits in its first `didFinishDownloadingTo` until released; counts completions.
+/// Waits in its first `didFinishDownloadingTo` or `didReceive data` until released; counts
+/// completions and body bytes.
 final class StuckDelegate: SessionDelegate, @unchecked Sendable {  // state behind the lock
     private let lock = NSLock()
     private var gate: CheckedContinuation<Void, Never>?
     private var released = false
     private var finished: [Int] = []
     private var failed = 0
+    private var received = 0
 
     var completions: [Int] { lock.withLock { finished } }
     var failures: Int { lock.withLock { failed } }
+    var bodyBytes: Int { lock.withLock { received } }
 
     func release() {
         let waiting = lock.withLock {
@@ -61,6 +98,15 @@ final class StuckDelegate: SessionDelegate, @unchecked Sendable {  // state behi
     }
 
     func session(_ session: Session, downloadTask: DownloadTask, didFinishDownloadingTo location: URL) async {
+        await waitUntilReleased()
+    }
+
+    func session(_ session: Session, dataTask: DataTask, didReceive data: Data) async {
+        await waitUntilReleased()
+        lock.withLock { received += data.count }
+    }
+
+    private func waitUntilReleased() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let now = lock.withLock {
                 if released { return true }

@@ -35,7 +35,7 @@ struct BackgroundEventRouter: Sendable {
             switch message {
             case .event(let event):
                 await link.delegateCaughtUp()
-                link.tookMessage()
+                link.tookMessage(bytes: event.kind.bodyBytes)
                 await handle(event)
             case .progress(let progress):
                 link.tookMessage()
@@ -71,7 +71,8 @@ struct BackgroundEventRouter: Sendable {
             if settled > 0 { await link.acknowledge(upTo: settled) }
             return
         }
-        guard link.beginEvent() else { return }  // leaving: the next process gets it
+        let bytes = event.kind.bodyBytes
+        guard link.beginEvent(bytes: bytes) else { return }  // leaving: the next process gets it
         let tasks = event.taskIdentifier.map { session.backgroundTasks($0) } ?? []
         for task in tasks { await deliver(event.kind, to: task, storedAt: event.storedAt) }
         if tasks.isEmpty {
@@ -87,7 +88,9 @@ struct BackgroundEventRouter: Sendable {
         let task = tasks.isEmpty ? nil : event.taskIdentifier
         let settles = event.kind.settlesTask
         if settles, let identifier = event.taskIdentifier { session.backgroundTask(identifier, settledBy: event.sequence) }
-        let settle: DelegateQueue.Job = { await link.endEvent(acknowledging: link.markDelivered(event.sequence, task: task, settlesTask: settles)) }
+        let settle: DelegateQueue.Job = {
+            await link.endEvent(bytes: bytes, acknowledging: link.markDelivered(event.sequence, task: task, settlesTask: settles))
+        }
         if !session.delegateQueue.enqueue(settle) { await settle() }  // the queue has ended: settle here
     }
 
@@ -154,5 +157,13 @@ extension EventKind {
         case .completed, .failed, .downloadFinished: true
         case .response, .data: false
         }
+    }
+}
+
+extension EventKind {
+    /// The body bytes the event carries (a data event's), which the session's pacing bounds.
+    var bodyBytes: Int {
+        if case .data(let bytes) = self { return bytes.count }
+        return 0
     }
 }

@@ -102,7 +102,8 @@ final class BackgroundLink: Sendable {
             networkAccess: configuration.networkAccess,
             transferOptions: configuration.transferOptions,
             sendsLaunchEvents: configuration.sessionSendsLaunchEvents,
-            eventWindow: Self.paces(connection) ? DeliveryPacing.window : nil)
+            eventWindow: Self.paces(connection) ? DeliveryPacing.window : nil,
+            eventByteWindow: Self.paces(connection) ? DeliveryPacing.byteWindow : nil)
     }
 
     /// The connection to ferryd was lost (ferryd crashed or was stopped) while the session
@@ -294,10 +295,10 @@ final class BackgroundLink: Sendable {
         }
     }
 
-    /// The router took a message (an event or progress) from the connection; ferryd hears of
-    /// it now and then, and sends more (``DeliveryPacing``).
-    func tookMessage() {
-        let (total, connection) = state.withLockedValue { s in (s.pacing.took(), s.connection) }
+    /// The router took a message (an event or progress, with `bytes` of body) from the
+    /// connection; ferryd hears of it now and then, and sends more (``DeliveryPacing``).
+    func tookMessage(bytes: Int = 0) {
+        let (total, connection) = state.withLockedValue { s in (s.pacing.took(bytes: bytes), s.connection) }
         guard let total, let connection else { return }
         let logger = self.logger
         connection.post(.taken(EventsTaken(sessionIdentifier: sessionIdentifier, count: total))) { result in
@@ -310,6 +311,13 @@ final class BackgroundLink: Sendable {
     var heldMessages: (received: Int, taken: Int, onDelegate: Int) {
         state.withLockedValue { s in
             (s.connection?.eventsAndProgressReceived ?? 0, s.pacing.taken, s.pacing.events + s.pacing.progress)
+        }
+    }
+
+    /// The same in body bytes (data events), for tests.
+    var heldBodyBytes: (received: Int, taken: Int, onDelegate: Int) {
+        state.withLockedValue { s in
+            (s.connection?.bodyBytesReceived ?? 0, s.pacing.takenBytes, s.pacing.eventBytes)
         }
     }
 
@@ -333,12 +341,12 @@ final class BackgroundLink: Sendable {
         return s.routerWaiting
     }
 
-    /// An event is about to be handed to the delegate; false once the session is leaving (the
-    /// event then waits in ferryd for the next process).
-    func beginEvent() -> Bool {
+    /// An event carrying `bytes` of body is about to be handed to the delegate; false once the
+    /// session is leaving (the event then waits in ferryd for the next process).
+    func beginEvent(bytes: Int) -> Bool {
         state.withLockedValue { s in
             guard !s.leaving else { return false }
-            s.pacing.eventBegan()
+            s.pacing.eventBegan(bytes: bytes)
             return true
         }
     }
@@ -357,12 +365,12 @@ final class BackgroundLink: Sendable {
         router?.resume()
     }
 
-    /// The event's callbacks have returned: acknowledges what settled, and finishes a
-    /// disconnect that waited for it.
-    func endEvent(acknowledging ack: EventSettlement.Acknowledgement?) async {
+    /// The event's callbacks have returned (it carried `bytes` of body): acknowledges what
+    /// settled, and finishes a disconnect that waited for it.
+    func endEvent(bytes: Int, acknowledging ack: EventSettlement.Acknowledgement?) async {
         if let ack { post(upTo: ack.upTo, single: ack.single) }
         let (closeNow, router) = state.withLockedValue { s in
-            s.pacing.eventEnded()
+            s.pacing.eventEnded(bytes: bytes)
             return (s.leaving && s.pacing.events == 0, Self.routerToResume(&s))
         }
         router?.resume()
