@@ -182,6 +182,50 @@ final class OwnerArrivals: Sendable {
     }
 }
 
+/// `eventsFinished` tells an app that it may go (it calls its completion handler, and an app
+/// ferryd started exits): it must not come while one of the session's authentication
+/// challenges is still to be asked of the app or answered, or the app leaves without
+/// answering and the transfer gets ferryd's default. Each challenge holds its session from
+/// the moment ferryd takes it up until it is settled; an `eventsFinished` due meanwhile is
+/// owed, and goes when the session's last hold ends, after the answer. A lock: the store's
+/// writer (live events) and the daemon's actor (its pump) both ask.
+///
+/// ```swift
+/// hold.hold(session)                          // a challenge of the session is taken up
+/// if hold.mayFinish(session) { send(finished) }   // false now: owed
+/// if hold.release(session) { send(finished) }     // the answer came: the owed one goes
+/// ```
+final class EventsFinishedHold: Sendable {
+    private struct State {
+        var holds: [String: Int] = [:]
+        var owed: Set<String> = []
+    }
+    private let state = Mutex(State())
+
+    func hold(_ session: String) {
+        state.withLock { $0.holds[session, default: 0] += 1 }
+    }
+
+    /// Ends one hold of `session`; true when it was the last and an `eventsFinished` is owed
+    /// (the caller sends it to the owner, if there is one).
+    func release(_ session: String) -> Bool {
+        state.withLock { state in
+            let left = state.holds[session, default: 1] - 1
+            state.holds[session] = left > 0 ? left : nil
+            return left <= 0 && state.owed.remove(session) != nil
+        }
+    }
+
+    /// Whether an `eventsFinished` of `session` may go now; if not, it is owed.
+    func mayFinish(_ session: String) -> Bool {
+        state.withLock { state in
+            guard state.holds[session] != nil else { return true }
+            state.owed.insert(session)
+            return false
+        }
+    }
+}
+
 extension Daemon {
     /// What to do about a background task's authentication challenge: its session's owner is
     /// asked when it said it answers challenges (the app's delegate), and the transfer waits
@@ -190,6 +234,20 @@ extension Daemon {
     /// does. Otherwise, or when the owner leaves first, ferryd's default (the credential
     /// submitted for the realm, or the URL's, once).
     nonisolated func answer(_ challenge: AuthenticationChallenge, of key: TaskKey) async -> ChallengeAnswer {
+        finishHold.hold(key.session)
+        let answer = await answerHoldingFinish(challenge, of: key)
+        if finishHold.release(key.session) { await sendEventsFinished(key.session) }
+        return answer
+    }
+
+    /// The owed `eventsFinished` of `session`, to its owner if it has one.
+    private func sendEventsFinished(_ session: String) {
+        guard let owner = owner(of: session), let connection = connections[owner] else { return }
+        connection.send(.eventsFinished(sessionIdentifier: session))
+    }
+
+    /// ``answer(_:of:)`` while the session's `eventsFinished` is held.
+    private nonisolated func answerHoldingFinish(_ challenge: AuthenticationChallenge, of key: TaskKey) async -> ChallengeAnswer {
         var asked = await askOwner(challenge, of: key)
         if asked == nil {
             let seen = ownerArrivals.count(key.session)

@@ -38,7 +38,8 @@ extension Daemon {
     }
 
     /// Sends the owner every stored event it has not been sent yet, in order, then
-    /// `eventsFinished` if any went out; then the session goes live: later events go to the
+    /// `eventsFinished` if any went out (held while a challenge of the session waits:
+    /// ``EventsFinishedHold``); then the session goes live: later events go to the
     /// owner as they commit, without the pump (`EventOutbox`). One pump per session at a
     /// time; a call while one runs makes it look again (`SessionPresence.pump`).
     func pumpEvents(_ session: String) async {
@@ -102,7 +103,8 @@ extension Daemon {
             _ = outbox.goLive(session, to: connection, sent: batch.last?.record.sequence ?? after)
         } while update(session, { $0.pump.another() })
         done = true
-        if sentAny, let owner = owner(of: session), let connection = connections[owner] {
+        // Not while a challenge of the session waits for the app: it is owed until the answer.
+        if sentAny, finishHold.mayFinish(session), let owner = owner(of: session), let connection = connections[owner] {
             connection.send(.eventsFinished(sessionIdentifier: session))
         }
     }

@@ -58,6 +58,8 @@ public actor Daemon {
     let work = JobLanes()
     /// Authentication challenges waiting for their apps' answers.
     let challenges = PendingChallenges()
+    /// `eventsFinished` waits while a challenge of its session does (``EventsFinishedHold``).
+    let finishHold = EventsFinishedHold()
     /// Owners attaching, for challenges that wait for a started app (``answer(_:of:)``).
     let ownerArrivals = OwnerArrivals()
     /// Sessions whose stored events the delivery service pushes or launches an app for.
@@ -101,7 +103,7 @@ public actor Daemon {
         engineConfiguration.resendsWhenClosedBeforeResponse = false
         self.engine = try TransferEngine(configuration: engineConfiguration, logger: logger)
         (deliveries, deliveryQueue) = AsyncStream.makeStream(of: String.self)
-        outbox = EventOutbox(logger: logger)
+        outbox = EventOutbox(finishHold: finishHold, logger: logger)
         // Every commit with events sends them to live sessions' owners, and wakes the delivery
         // of the others (their events held for their pump, when it is catching up).
         store.observeCommittedEvents { [outbox, deliveryQueue] committed in

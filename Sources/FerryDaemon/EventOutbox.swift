@@ -48,7 +48,12 @@ final class EventOutbox: Sendable {
     let liveBacklogLimit: Int
     private let logger: Logger
 
-    init(byteLimit: Int = 4 << 20, liveBacklogLimit: Int = 2 << 20, logger: Logger = Logger(label: "ferryd.outbox")) {
+    /// Whether a live commit's `eventsFinished` may go (not while a challenge of the session waits).
+    private let finishHold: EventsFinishedHold
+
+    init(byteLimit: Int = 4 << 20, liveBacklogLimit: Int = 2 << 20, finishHold: EventsFinishedHold = EventsFinishedHold(),
+         logger: Logger = Logger(label: "ferryd.outbox")) {
+        self.finishHold = finishHold
         self.byteLimit = byteLimit
         self.liveBacklogLimit = liveBacklogLimit
         self.logger = logger
@@ -115,7 +120,8 @@ final class EventOutbox: Sendable {
 
     /// Makes the messages (their stored JSON spliced in) and writes them in one job on the
     /// connection's event loop (in the order of the commits: each call queues one job there,
-    /// and the job writes at once, ahead of anything queued after it), then `eventsFinished`;
+    /// and the job writes at once, ahead of anything queued after it), then `eventsFinished`
+    /// unless a challenge of the session holds it (``EventsFinishedHold``);
     /// a connection that can no longer take them drops the session's memory (it is closing;
     /// its release follows).
     private func sendLive(_ events: [OutgoingEvent], of session: String, to connection: ClientConnection) {
@@ -123,7 +129,9 @@ final class EventOutbox: Sendable {
             var payloads = EventRecord.payloads(events, logger: logger)
             // An event of a kind this build does not know is skipped: the owner will not count it.
             if payloads.count < events.count { connection.unreserveMessages(events.count - payloads.count, of: session) }
-            if let finished = try? MessageCoder().encode(DaemonMessage.eventsFinished(sessionIdentifier: session)) { payloads.append(finished) }
+            if finishHold.mayFinish(session), let finished = try? MessageCoder().encode(DaemonMessage.eventsFinished(sessionIdentifier: session)) {
+                payloads.append(finished)
+            }
             if connection.send(encoded: payloads) != payloads.count { drop(session, ifLiveTo: connection) }
         }
     }

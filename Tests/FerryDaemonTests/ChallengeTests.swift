@@ -60,6 +60,42 @@ struct ChallengeTests {
         try await server.shutdown()
     }
 
+    @Test("eventsFinished waits while a challenge of the session waits for the app's answer, so an app that goes at eventsFinished answers first; it is sent once the answer is in")
+    func eventsFinishedWaitsForTheAnswer() async throws {
+        let ferryd = try await FerrydProcess.started()
+        defer { ferryd.cleanUp() }
+        let server = try await TestHTTPServer.start()
+        let client = try RawClient(socketPath: ferryd.socketPath)
+        try await client.send(.hello(Hello(clientName: "app", pid: getpid(), answersChallenges: true)))
+        guard case .welcome = try await client.next() else { throw TestFailure("no welcome") }
+        _ = try await client.request(.attach(AttachSession(sessionIdentifier: "c4", owner: true)))
+        let challenged = try await client.submit(TaskSubmission(
+            sessionIdentifier: "c4", kind: .data, request: TaskRequest(url: URL(string: server.baseURL + "/basic-auth/alice/secret")!)))
+        let pushed = try await client.pushes(timeout: 20) { if case .challenge = $0 { true } else { false } }
+        guard case .challenge(let challenge)? = pushed.last else { throw TestFailure("no challenge: \(pushed)") }
+
+        // Another task of the session ends while the challenge waits: its events come, not eventsFinished.
+        let plain = try await client.submit(TaskSubmission(
+            sessionIdentifier: "c4", kind: .data, request: TaskRequest(url: URL(string: server.baseURL + "/bytes/10?seed=4")!)))
+        let meanwhile = try await client.pushes(timeout: 20) {
+            if case .event(let event) = $0, event.taskIdentifier == plain.taskIdentifier, case .completed = event.kind { true } else { false }
+        }
+        let quiet = try await PacingTests.pushesUntilQuiet(client, quiet: 1.0)
+        let finishedEarly = (meanwhile + quiet).contains { if case .eventsFinished = $0 { true } else { false } }
+        #expect(!finishedEarly, "no eventsFinished while the challenge waits: \(meanwhile + quiet)")
+
+        _ = try await client.request(.answerChallenge(ChallengeReply(
+            challenge, disposition: .useCredential, credential: ChallengeCredential(user: "alice", password: "secret"))))
+        // The owed eventsFinished comes once the answer is in; the task goes on with the credential.
+        let owed = try await client.pushes(timeout: 20) { if case .eventsFinished = $0 { true } else { false } }
+        #expect(!owed.isEmpty, "the owed eventsFinished after the answer")
+        let events = try await client.events(untilFinished: [challenged.taskIdentifier])
+        guard case .response(let head)? = events.of(challenged.taskIdentifier).first?.kind else { throw TestFailure("no response: \(events)") }
+        #expect(head.statusCode == 200, "the app's credential was used")
+        client.close()
+        try await server.shutdown()
+    }
+
     @Test("a challenge the app does not answer within the request time-out is given up: the attempt fails timedOut, the late answer is refused with unknownChallenge")
     func unansweredTimesOut() async throws {
         let ferryd = try await FerrydProcess.started()

@@ -108,3 +108,23 @@ struct OwnerArrivalsTests {
         #expect(await !cancelled.value, "a cancelled transfer stops waiting")
     }
 }
+
+/// `eventsFinished` held while a session's challenges wait.
+@Suite("EventsFinishedHold")
+struct EventsFinishedHoldTests {
+    @Test("a held session's eventsFinished is owed, once, and due when its last hold ends; other sessions are free; a release with nothing owed owes nothing")
+    func holds() {
+        let hold = EventsFinishedHold()
+        #expect(hold.mayFinish("s"))
+        hold.hold("s")
+        hold.hold("s")
+        #expect(!hold.mayFinish("s"))
+        #expect(!hold.mayFinish("s"), "owed once, however often it was due")
+        #expect(hold.mayFinish("other"))
+        #expect(!hold.release("s"), "one hold is left")
+        #expect(hold.release("s"), "the last: the owed one goes")
+        #expect(hold.mayFinish("s"))
+        hold.hold("s")
+        #expect(!hold.release("s"), "nothing was owed")
+    }
+}
