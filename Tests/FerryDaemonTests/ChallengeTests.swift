@@ -9,6 +9,15 @@ import Testing
 /// the task) when the owner leaves without answering or never offered.
 @Suite("ferryd: authentication challenges asked of the app", .serialized)
 struct ChallengeTests {
+    /// A client whose hello offers to answer challenges, attached as `session`'s owner.
+    static func answeringOwner(of session: String, on ferryd: FerrydProcess) async throws -> RawClient {
+        let client = try RawClient(socketPath: ferryd.socketPath)
+        try await client.send(.hello(Hello(clientName: "app", pid: getpid(), answersChallenges: true)))
+        guard case .welcome = try await client.next() else { throw TestFailure("no welcome") }
+        _ = try await client.request(.attach(AttachSession(sessionIdentifier: session, owner: true)))
+        return client
+    }
+
     @Test("the owner is asked (realm, method, failures, the 401, the proposed credential); leaving unanswered gets the default; a stale answer is refused; a client that did not offer is never asked")
     func askedThenDefault() async throws {
         let ferryd = try await FerrydProcess.started()
@@ -16,10 +25,7 @@ struct ChallengeTests {
         let server = try await TestHTTPServer.start()
         let url = server.baseURL + "/basic-auth/alice/secret"
 
-        let answering = try RawClient(socketPath: ferryd.socketPath)
-        try await answering.send(.hello(Hello(clientName: "app", pid: getpid(), answersChallenges: true)))
-        guard case .welcome = try await answering.next() else { throw TestFailure("no welcome") }
-        _ = try await answering.request(.attach(AttachSession(sessionIdentifier: "c1", owner: true)))
+        let answering = try await Self.answeringOwner(of: "c1", on: ferryd)
         var submission = TaskSubmission(sessionIdentifier: "c1", kind: .data, request: TaskRequest(url: URL(string: url)!))
         submission.credentials = [TaskCredential(realm: "ferry", user: "alice", password: "secret")]
         let task = try await answering.submit(submission)
@@ -65,10 +71,7 @@ struct ChallengeTests {
         let ferryd = try await FerrydProcess.started()
         defer { ferryd.cleanUp() }
         let server = try await TestHTTPServer.start()
-        let client = try RawClient(socketPath: ferryd.socketPath)
-        try await client.send(.hello(Hello(clientName: "app", pid: getpid(), answersChallenges: true)))
-        guard case .welcome = try await client.next() else { throw TestFailure("no welcome") }
-        _ = try await client.request(.attach(AttachSession(sessionIdentifier: "c4", owner: true)))
+        let client = try await Self.answeringOwner(of: "c4", on: ferryd)
         let challenged = try await client.submit(TaskSubmission(
             sessionIdentifier: "c4", kind: .data, request: TaskRequest(url: URL(string: server.baseURL + "/basic-auth/alice/secret")!)))
         let pushed = try await client.pushes(timeout: 20) { if case .challenge = $0 { true } else { false } }
@@ -101,10 +104,7 @@ struct ChallengeTests {
         let ferryd = try await FerrydProcess.started()
         defer { ferryd.cleanUp() }
         let server = try await TestHTTPServer.start()
-        let client = try RawClient(socketPath: ferryd.socketPath)
-        try await client.send(.hello(Hello(clientName: "app", pid: getpid(), answersChallenges: true)))
-        guard case .welcome = try await client.next() else { throw TestFailure("no welcome") }
-        _ = try await client.request(.attach(AttachSession(sessionIdentifier: "c2", owner: true)))
+        let client = try await Self.answeringOwner(of: "c2", on: ferryd)
         let request = TaskRequest(url: URL(string: server.baseURL + "/basic-auth/alice/secret")!)
         let options = TaskOptions(timeoutIntervalForRequest: 1, retryPolicy: RetryPolicy.none)
         let task = try await client.submit(TaskSubmission(
