@@ -42,55 +42,107 @@ struct InProcessRunner: TaskRunner {
 
     func reserveTaskIdentifier() -> Int? { nil }
 
+    /// Asks the engine for the transfer's turn at its host before it has a task (``TransferTurn``):
+    /// a task queued behind `httpMaximumConnectionsPerHost` is then its turn, not a suspended
+    /// Swift task, and its run begins when the turn comes. A session that asks about the
+    /// network waits for it first, in the run's task.
     func start(_ task: SessionTask, generation: Int, isFirst: Bool) {
         let handle = RunHandle()
         task.lock.withLockedValue { $0.run = handle }
-        guard let run = task.session.delegateQueue.spawn({ await self.run(task, generation: generation, handle: handle) }) else {
+        if let connectivity {
+            return spawn(task, generation: generation, handle: handle) {
+                await self.runAfterNetwork(task, generation: generation, handle: handle, connectivity: connectivity)
+            }
+        }
+        let observer = TaskObserver(task: task)
+        let transfer: Transfer
+        let turn: TransferTurn
+        do {
+            transfer = try prepareTransfer(of: task)
+            turn = try engine.turn(for: transfer, observer: observer) { ready in
+                switch ready {
+                case .success(let turn):
+                    spawn(task, generation: generation, handle: handle) {
+                        await self.run(task, generation: generation, transfer: transfer) {
+                            try await engine.run(transfer, turn: turn, observer: observer, cancellingWith: { _ = handle.stop() })
+                        }
+                    }
+                case .failure(let error):
+                    // Withdrawn (cancelled, suspended) or timed out while it waited: no run.
+                    spawn(task, generation: generation, handle: handle) { await self.ended(task, generation: generation, transfer: transfer, error: error) }
+                }
+            }
+        } catch {
+            return spawn(task, generation: generation, handle: handle) { await self.ended(task, generation: generation, transfer: nil, error: error) }
+        }
+        handle.attach(stop: { turn.withdraw() })
+        turn.queue()
+    }
+
+    /// Runs `work` in a task of its own that `handle` stops (the delegate queue's, beside it).
+    private func spawn(_ task: SessionTask, generation: Int, handle: RunHandle, _ work: @escaping @Sendable () async -> Void) {
+        guard let run = task.session.delegateQueue.spawn(work) else {
             task.finish(error: FerryError(.cancelled, "the session was invalidated", url: task.originalRequest.url), generation: generation)
             return
         }
         handle.attach(run)
     }
 
-    /// Run `generation` of `task`, in the task `handle` holds: the transfer's own, so the
-    /// engine's time-outs stop it through the handle.
-    private func run(_ task: SessionTask, generation: Int, handle: RunHandle) async {
+    /// The transfer of `task`'s next run; an upload continues from the server's resume point.
+    private func prepareTransfer(of task: SessionTask) throws -> Transfer {
+        var made = try task.makeTransfer()
+        if made.upload != nil, made.resumeUpload == nil {  // only a seekable body ever gets a point
+            made.resumeUpload = task.lock.withLockedValue { $0.uploadPoint }
+        }
+        return made
+    }
+
+    /// Run `generation` of `task` for a session that asks about the network: it waits for
+    /// it, then for its host's turn, in the run's task, and its route is followed.
+    private func runAfterNetwork(_ task: SessionTask, generation: Int, handle: RunHandle, connectivity: ConnectivityRequirement) async {
         let observer = TaskObserver(task: task)
         var transfer: Transfer?
         do {
-            var made = try task.makeTransfer()
-            if made.upload != nil, made.resumeUpload == nil {  // only a seekable body ever gets a point
-                made.resumeUpload = task.lock.withLockedValue { $0.uploadPoint }
+            let admitted = try await connectivity.admit(try prepareTransfer(of: task), task: task, observer: observer)
+            transfer = admitted
+            await run(task, generation: generation, transfer: admitted) {
+                try await connectivity.following(admitted, stop: { handle.stop() }) {
+                    try await engine.run(admitted, observer: observer, cancellingWith: { _ = handle.stop() })
+                }
             }
-            if let connectivity { made = try await connectivity.admit(made, task: task, observer: observer) }
-            transfer = made
-            // A time-out racing the transfer's end may still stop this task after `run` returned:
+        } catch {
+            await ended(task, generation: generation, transfer: transfer, error: error)
+        }
+    }
+
+    /// Run `generation` of `task`: `transfer` by `work`, in the task `handle` holds (the
+    /// transfer's own, so the engine's time-outs stop it through the handle), then the task's end.
+    private func run(_ task: SessionTask, generation: Int, transfer: Transfer, _ work: () async throws -> TransferResult) async {
+        do {
+            // A time-out racing the transfer's end may still stop this task after `work` returned:
             // what follows must not wait on anything cancellable.
-            let result = try await followingRoute(made, handle: handle) {
-                try await engine.run(made, observer: observer, cancellingWith: { _ = handle.stop() })
-            }
+            let result = try await work()
             task.lock.withLockedValue { $0.response = result.response }
             guard task.isCurrent(generation) else { return }
             await task.didFinishTransfer(result)
             task.finish(error: nil, generation: generation)
         } catch {
-            guard task.isCurrent(generation) else { return }
-            // Cancelled by the user (not suspended): the server may free the upload.
-            let point = task.lock.withLockedValue { $0.lifecycle.isCanceling ? $0.uploadPoint : nil }
-            if let point, var transfer {
-                transfer.resumeUpload = point
-                await engine.discardUpload(of: transfer)
-            }
-            let mapped = task.errorForFailure(FerryError.from(error, url: task.originalRequest.url))
-            task.finish(error: mapped, generation: generation)
+            await ended(task, generation: generation, transfer: transfer, error: error)
         }
     }
 
-    /// A session that asked about the network (its gate watches) has its running transfers'
-    /// routes followed too; the default session asks nothing and costs nothing.
-    private func followingRoute(_ transfer: Transfer, handle: RunHandle, _ body: () async throws -> TransferResult) async throws -> TransferResult {
-        guard let connectivity else { return try await body() }
-        return try await connectivity.following(transfer, stop: { handle.stop() }, body)
+    /// Run `generation` of `task` failed with `error` (or was stopped): it completes with it,
+    /// unless a suspend or a later run made it not current.
+    private func ended(_ task: SessionTask, generation: Int, transfer: Transfer?, error: any Error) async {
+        guard task.isCurrent(generation) else { return }
+        // Cancelled by the user (not suspended): the server may free the upload.
+        let point = task.lock.withLockedValue { $0.lifecycle.isCanceling ? $0.uploadPoint : nil }
+        if let point, var transfer {
+            transfer.resumeUpload = point
+            await engine.discardUpload(of: transfer)
+        }
+        let mapped = task.errorForFailure(FerryError.from(error, url: task.originalRequest.url))
+        task.finish(error: mapped, generation: generation)
     }
 
     func suspend(_ task: SessionTask) {
@@ -152,11 +204,17 @@ package final class RunHandle: Sendable {
     package init() {}
 
     package func attach<Success: Sendable>(_ task: Task<Success, Never>) {
+        attach(stop: { task.cancel() })
+    }
+
+    /// From now on a stop calls `stop` (a run that has no task yet: its place in its host's
+    /// queue is withdrawn); at once when the run was stopped already.
+    package func attach(stop: @escaping @Sendable () -> Void) {
         let stopNow = state.withLock { state -> Bool in
-            state.cancel = { task.cancel() }
+            state.cancel = stop
             return state.stopped
         }
-        if stopNow { task.cancel() }
+        if stopNow { stop() }
     }
 
     /// Stops the run; true when this was its first stop (a cancel, a suspend, a time-out or

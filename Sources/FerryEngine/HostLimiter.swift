@@ -12,9 +12,11 @@ import NIOCore
 /// request costs no executor hop on the way in or out (an actor took two; a thousand 16 KiB
 /// downloads did not get measurably faster without them, 0.16–0.17 s either way).
 final class HostLimiter: Sendable {
+    /// A request waiting for a slot: a suspended task's continuation, or the closure that
+    /// starts a transfer that has no task yet (``enqueue(host:_:)``).
     private struct Waiter {
         let id: UInt64
-        let continuation: CheckedContinuation<Void, any Error>
+        let resume: @Sendable (Result<Void, any Error>) -> Void
     }
 
     private struct State {
@@ -67,7 +69,7 @@ final class HostLimiter: Sendable {
                         s.active[host, default: 0] += 1
                         return .success(())
                     }
-                    s.waiters[host, default: []].append(Waiter(id: id, continuation: continuation))
+                    s.waiters[host, default: []].append(Waiter(id: id) { continuation.resume(with: $0) })
                     return nil
                 }
                 if let now { continuation.resume(with: now) }
@@ -85,7 +87,7 @@ final class HostLimiter: Sendable {
                 if s.waiters[host]?.isEmpty == true { s.waiters[host] = nil }
                 return waiter
             }
-            waiter?.continuation.resume(throwing: CancellationError())
+            waiter?.resume(.failure(CancellationError()))
         }
     }
 
@@ -104,7 +106,7 @@ final class HostLimiter: Sendable {
     /// Waits for a slot of `host` and hands it over as a ``HostSlot``, for a request to come.
     func admit(host: String) async throws -> HostSlot {
         try await acquire(host: host)
-        return HostSlot(host: host, limiter: self)
+        return slot(host: host)
     }
 
     /// Requests holding a slot of `host` (for tests and diagnostics).
@@ -124,7 +126,39 @@ final class HostLimiter: Sendable {
             if s.active[host] == 0 { s.active[host] = nil }
             return nil
         }
-        next?.continuation.resume()
+        next?.resume(.success(()))
+    }
+
+    /// Asks for a slot of `host` for a transfer that has no task yet: nil when one was free
+    /// (it is the caller's now), else the waiter's number, and `ready` is called when a slot
+    /// passes to it (from the thread that released it), unless it was withdrawn first.
+    func enqueue(host: String, _ ready: @escaping @Sendable () -> Void) -> UInt64? {
+        let limit = self.limit
+        return state.withLockedValue { s in
+            if s.active[host, default: 0] < limit {
+                s.active[host, default: 0] += 1
+                return nil
+            }
+            s.nextID += 1
+            s.waiters[host, default: []].append(Waiter(id: s.nextID) { _ in ready() })
+            return s.nextID
+        }
+    }
+
+    /// Takes waiter `id` out of `host`'s queue: true when it was still there (it will not be
+    /// called), false when a slot already passed to it.
+    func withdraw(host: String, id: UInt64) -> Bool {
+        state.withLockedValue { s in
+            guard let index = s.waiters[host]?.firstIndex(where: { $0.id == id }) else { return false }
+            s.waiters[host]?.remove(at: index)
+            if s.waiters[host]?.isEmpty == true { s.waiters[host] = nil }
+            return true
+        }
+    }
+
+    /// A slot of `host` that the caller holds, as a ``HostSlot`` for the transfer's first request.
+    func slot(host: String) -> HostSlot {
+        HostSlot(host: host, limiter: self)
     }
 }
 

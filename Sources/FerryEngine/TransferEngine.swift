@@ -146,8 +146,9 @@ public final class TransferEngine: Sendable {
     }
 
     /// Runs `transfer` to its end in the calling task, which is the transfer's alone: `cancel`
-    /// cancels that task, and a time-out calls it. A session's run is such a task; a task made
-    /// for each transfer cost a small download one more task and two thread hops.
+    /// cancels that task, and a time-out calls it. (A session that asks about the network
+    /// waits for it in its run's task, then here for its host's turn: ``turn(for:observer:ready:)``
+    /// is for the others.)
     package func run(
         _ transfer: Transfer, observer: any TransferObserver, cancellingWith cancel: @escaping @Sendable () -> Void
     ) async throws -> TransferResult {
@@ -160,7 +161,7 @@ public final class TransferEngine: Sendable {
 
     /// The host a transfer connects to; its URL refused when it has none or names a scheme
     /// other than http and https.
-    private static func host(of transfer: Transfer) throws(FerryError) -> String {
+    static func host(of transfer: Transfer) throws(FerryError) -> String {
         let url = transfer.request.url
         guard let scheme = url.scheme?.lowercased() else {
             throw FerryError(.badURL, "the URL has no scheme", url: url)
@@ -189,21 +190,34 @@ public final class TransferEngine: Sendable {
         _ transfer: Transfer, progress: TransferProgress, cancel: @escaping @Sendable () -> Void,
         _ work: () async throws -> TransferResult
     ) async throws -> TransferResult {
-        let url = transfer.request.url
+        let watch = TransferWatch(progress: progress)
+        watch.stop(with: cancel)
+        let identifier = self.watch(transfer, with: watch)
+        defer { unwatch(identifier) }
+        return try await mappingTimeOut(of: transfer, watch: watch, work)
+    }
+
+    /// Watches `transfer` for its time-outs (``TransferTimeouts``), which expire `watch`, until
+    /// ``unwatch(_:)`` with the number returned.
+    func watch(_ transfer: Transfer, with watch: TransferWatch) -> Int {
         let idle = transfer.idleTimeout ?? configuration.idleTimeout
         let deadline = transfer.resourceTimeout.map { ContinuousClock.now + .milliseconds(Int64($0 * 1000)) }
-        let timedOut = NIOLockedValueBox<FerryError?>(nil)
-        let watch = timeouts.watch(TransferTimeouts.Watched(
-            progress: progress, idle: .milliseconds(Int64(idle * 1000)), deadline: deadline, url: url
-        ) { error in
-            timedOut.withLockedValue { $0 = error }
-            cancel()
-        })
-        defer { timeouts.unwatch(watch) }
+        return timeouts.watch(TransferTimeouts.Watched(
+            progress: watch.progress, idle: .milliseconds(Int64(idle * 1000)), deadline: deadline, url: transfer.request.url
+        ) { error in watch.expire(error) })
+    }
+
+    func unwatch(_ identifier: Int) {
+        timeouts.unwatch(identifier)
+    }
+
+    /// `work`'s outcome, its error the time-out's when one stopped it.
+    func mappingTimeOut(of transfer: Transfer, watch: TransferWatch, _ work: () async throws -> TransferResult) async throws -> TransferResult {
+        let url = transfer.request.url
         do {
             return try await work()
         } catch {
-            let mapped = timedOut.withLockedValue { $0 } ?? FerryError.from(error, url: url)
+            let mapped = watch.timedOut ?? FerryError.from(error, url: url)
             logger.debug("transfer failed", metadata: ["url": "\(url.redactedForLogs)", "error": "\(mapped.shortDescription)"])
             throw mapped
         }

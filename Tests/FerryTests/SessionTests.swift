@@ -167,6 +167,50 @@ struct SessionTests {
         }
     }
 
+    @Test("tasks waiting behind httpMaximumConnectionsPerHost: a cancel ends one in the queue, a suspended one waits again when resumed, a request time-out passes there; the rest run in turn")
+    func tasksWaitingForTheirHost() async throws {
+        try await withServer { server in
+            var configuration = Configuration.ephemeral
+            configuration.httpMaximumConnectionsPerHost = 1
+            let session = Session(configuration: configuration)
+            // The first holds the host's one slot until it is let go (a gate of two, the second
+            // request being another session's).
+            let holder = session.dataTask(with: server.url("/gate/queue?count=2"))
+            holder.resume()
+            try await poll(until: "the holder's request at the server", timeout: .seconds(10)) {
+                server.requests.contains { $0.uri.hasPrefix("/gate/queue") }
+            }
+            let cancelled = session.dataTask(with: server.url("/bytes/1?n=cancelled"))
+            let suspended = session.dataTask(with: server.url("/bytes/2?n=suspended"))
+            var impatientRequest = Request(url: server.url("/bytes/3?n=impatient"))
+            impatientRequest.timeoutInterval = 0.3
+            let impatient = session.dataTask(with: impatientRequest)
+            let last = session.dataTask(with: server.url("/bytes/4?n=last"))
+            for task in [cancelled, suspended, impatient, last] { task.resume() }
+
+            cancelled.cancel()
+            await cancelled.waitUntilCompleted()
+            #expect(cancelled.error?.code == .cancelled, "\(String(describing: cancelled.error))")
+            suspended.suspend()
+            await impatient.waitUntilCompleted()
+            #expect(impatient.error?.code == .timedOut, "timed out in the queue: \(String(describing: impatient.error))")
+            #expect(holder.state == .running && last.state == .running && suspended.state == .suspended)
+
+            let opener = Session(configuration: .ephemeral)
+            _ = try await opener.data(for: Request(url: server.url("/gate/queue?count=2")))
+            opener.invalidateAndCancel()
+            await holder.waitUntilCompleted()
+            await last.waitUntilCompleted()
+            #expect(holder.error == nil && last.error == nil && last.response?.statusCode == 200)
+            suspended.resume()
+            await suspended.waitUntilCompleted()
+            #expect(suspended.error == nil && suspended.countOfBytesReceived == 2)
+            let asked = server.requests.map(\.uri)
+            #expect(!asked.contains { $0.contains("n=cancelled") || $0.contains("n=impatient") }, "never sent: \(asked)")
+            session.invalidateAndCancel()
+        }
+    }
+
     @Test("bytes(for:) streams the body at the reader's pace")
     func bytesStream() async throws {
         try await withServer { server in
