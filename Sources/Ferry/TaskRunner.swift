@@ -50,9 +50,10 @@ struct InProcessRunner: TaskRunner {
         let handle = RunHandle()
         task.lock.withLockedValue { $0.run = handle }
         if let connectivity {
-            return spawn(task, generation: generation, handle: handle) {
+            spawn(task, generation: generation, handle: handle) {
                 await self.runAfterNetwork(task, generation: generation, handle: handle, connectivity: connectivity)
             }
+            return
         }
         let observer = TaskObserver(task: task)
         let transfer: Transfer
@@ -62,30 +63,35 @@ struct InProcessRunner: TaskRunner {
             turn = try engine.turn(for: transfer, observer: observer) { ready in
                 switch ready {
                 case .success(let turn):
-                    spawn(task, generation: generation, handle: handle) {
+                    let started = spawn(task, generation: generation, handle: handle) {
                         await self.run(task, generation: generation, transfer: transfer) {
                             try await engine.run(transfer, turn: turn, observer: observer, cancellingWith: { _ = handle.stop() })
                         }
                     }
+                    if !started { turn.abandon() }  // the session went away as the turn came
                 case .failure(let error):
                     // Withdrawn (cancelled, suspended) or timed out while it waited: no run.
                     spawn(task, generation: generation, handle: handle) { await self.ended(task, generation: generation, transfer: transfer, error: error) }
                 }
             }
         } catch {
-            return spawn(task, generation: generation, handle: handle) { await self.ended(task, generation: generation, transfer: nil, error: error) }
+            spawn(task, generation: generation, handle: handle) { await self.ended(task, generation: generation, transfer: nil, error: error) }
+            return
         }
         handle.attach(stop: { turn.withdraw() })
         turn.queue()
     }
 
-    /// Runs `work` in a task of its own that `handle` stops (the delegate queue's, beside it).
-    private func spawn(_ task: SessionTask, generation: Int, handle: RunHandle, _ work: @escaping @Sendable () async -> Void) {
+    /// Runs `work` in a task of its own that `handle` stops (the delegate queue's, beside it);
+    /// false when the session is gone (the task then completes cancelled).
+    @discardableResult
+    private func spawn(_ task: SessionTask, generation: Int, handle: RunHandle, _ work: @escaping @Sendable () async -> Void) -> Bool {
         guard let run = task.session.delegateQueue.spawn(work) else {
             task.finish(error: FerryError(.cancelled, "the session was invalidated", url: task.originalRequest.url), generation: generation)
-            return
+            return false
         }
         handle.attach(run)
+        return true
     }
 
     /// The transfer of `task`'s next run; an upload continues from the server's resume point.

@@ -192,18 +192,24 @@ public final class TransferEngine: Sendable {
     ) async throws -> TransferResult {
         let watch = TransferWatch(progress: progress)
         watch.stop(with: cancel)
-        let identifier = self.watch(transfer, with: watch)
+        let identifier = self.watch(limits(of: transfer), with: watch)
         defer { unwatch(identifier) }
         return try await mappingTimeOut(of: transfer, watch: watch, work)
     }
 
-    /// Watches `transfer` for its time-outs (``TransferTimeouts``), which expire `watch`, until
-    /// ``unwatch(_:)`` with the number returned.
-    func watch(_ transfer: Transfer, with watch: TransferWatch) -> Int {
+    /// The time-outs of `transfer`, the engine's where it sets none.
+    func limits(of transfer: Transfer) -> TransferTimeouts.Limits {
         let idle = transfer.idleTimeout ?? configuration.idleTimeout
-        let deadline = transfer.resourceTimeout.map { ContinuousClock.now + .milliseconds(Int64($0 * 1000)) }
-        return timeouts.watch(TransferTimeouts.Watched(
-            progress: watch.progress, idle: .milliseconds(Int64(idle * 1000)), deadline: deadline, url: transfer.request.url
+        return TransferTimeouts.Limits(
+            idle: .milliseconds(Int64(idle * 1000)), resource: transfer.resourceTimeout.map { .milliseconds(Int64($0 * 1000)) },
+            url: transfer.request.url)
+    }
+
+    /// Watches a transfer for its time-outs from now (``TransferTimeouts``), which expire
+    /// `watch`, until ``unwatch(_:)`` with the number returned.
+    func watch(_ limits: TransferTimeouts.Limits, with watch: TransferWatch) -> Int {
+        timeouts.watch(TransferTimeouts.Watched(
+            progress: watch.progress, idle: limits.idle, deadline: limits.resource.map { ContinuousClock.now + $0 }, url: limits.url
         ) { error in watch.expire(error) })
     }
 

@@ -14,6 +14,14 @@ import Synchronization
 /// defer { timeouts.unwatch(watch) }
 /// ```
 final class TransferTimeouts: Sendable {
+    /// A transfer's limits, before its watch starts: nothing moving for `idle`
+    /// (`timeoutIntervalForRequest`), or `resource` from the start (`timeoutIntervalForResource`).
+    struct Limits: Sendable {
+        var idle: Duration
+        var resource: Duration?
+        var url: URL
+    }
+
     struct Watched: Sendable {
         var progress: TransferProgress
         var idle: Duration

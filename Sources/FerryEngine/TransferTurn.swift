@@ -50,8 +50,8 @@ final class TransferWatch: Sendable {
 /// let turn = try engine.turn(for: transfer, observer: observer) { ready in   // told once
 ///     if case .success(let turn) = ready { Task { try await engine.run(transfer, turn: turn, …) } }
 /// }
-/// handle.onStop { turn.withdraw() }      // a cancel or suspend while it waits
-/// turn.queue()                           // ready at once when the host has room
+/// handle.attach(stop: { turn.withdraw() })   // a cancel or suspend while it waits
+/// turn.queue()                               // ready at once when the host has room
 /// ```
 package final class TransferTurn: Sendable {
     private enum Phase {
@@ -66,12 +66,14 @@ package final class TransferTurn: Sendable {
     let host: String
     let watch: TransferWatch
     private let engine: TransferEngine
-    private let watchIdentifier: Int
+    private let limits: TransferTimeouts.Limits
     private let url: URL
     private struct State {
         var phase = Phase.new
         /// Told once, then dropped.
         var ready: (@Sendable (Result<TransferTurn, FerryError>) -> Void)?
+        /// The engine's watch, from `queue()` until the transfer ends or leaves the queue.
+        var watching: Int?
     }
     private let state: Mutex<State>
 
@@ -83,15 +85,24 @@ package final class TransferTurn: Sendable {
         self.host = host
         self.url = transfer.request.url
         self.state = Mutex(State(ready: ready))
+        self.limits = engine.limits(of: transfer)
         let watch = TransferWatch(progress: TransferProgress(observer: observer))
         self.watch = watch
-        self.watchIdentifier = engine.watch(transfer, with: watch)
         watch.stop(with: { [weak self] in _ = self?.withdraw(because: self?.watch.timedOut) })
     }
 
-    /// Asks for the host's turn: `ready` is told at once when the host has room, else from the
-    /// thread of the transfer that makes room, unless the turn is withdrawn or times out first.
+    /// Asks for the host's turn, and the request time-out starts: `ready` is told at once when
+    /// the host has room, else from the thread of the transfer that makes room, unless the
+    /// turn is withdrawn or times out first. Nothing is told before this call, so whoever
+    /// may withdraw the turn can be told of it first.
     package func queue() {
+        let watching = engine.watch(limits, with: watch)
+        let watchedNow = state.withLock { state -> Bool in
+            guard case .new = state.phase else { return false }
+            state.watching = watching
+            return true
+        }
+        guard watchedNow else { return engine.unwatch(watching) }  // withdrawn already
         let id = engine.limiter.enqueue(host: host) { [self] in admitted() }
         enum Next { case wait, go, giveBack }
         let next = state.withLock { state -> Next in
@@ -142,7 +153,7 @@ package final class TransferTurn: Sendable {
             }
         }
         guard out else { return false }
-        engine.unwatch(watchIdentifier)
+        endWatch()
         tell(.failure(timeOut ?? FerryError.from(CancellationError(), url: url)))
         return true
     }
@@ -171,7 +182,22 @@ package final class TransferTurn: Sendable {
 
     /// The transfer ran: its watch ends.
     fileprivate func finish() {
-        engine.unwatch(watchIdentifier)
+        endWatch()
+    }
+
+    /// A turn that came, for a run that will not start after all (its session went away
+    /// meanwhile): the slot goes back and the watch ends.
+    package func abandon() {
+        engine.limiter.release(host: host)
+        endWatch()
+    }
+
+    private func endWatch() {
+        let watching = state.withLock { state in
+            defer { state.watching = nil }
+            return state.watching
+        }
+        if let watching { engine.unwatch(watching) }
     }
 }
 
@@ -194,7 +220,8 @@ extension TransferEngine {
         let admitted = limiter.slot(host: turn.host)
         defer { admitted.releaseIfUnused() }
         return try await mappingTimeOut(of: transfer, watch: turn.watch) {
-            try await self.runThroughCache(transfer, observer: observer, progress: turn.watch.progress, admitted: admitted)
+            try Task.checkCancellation()  // a cancel that came as the turn did
+            return try await self.runThroughCache(transfer, observer: observer, progress: turn.watch.progress, admitted: admitted)
         }
     }
 }

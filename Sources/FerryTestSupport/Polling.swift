@@ -103,3 +103,10 @@ public struct PollTimeout: Error, CustomStringConvertible {
         return fraction % 10 == 0 ? "\(whole).\(fraction / 10) s" : "\(whole).\(fraction < 10 ? "0" : "")\(fraction) s"
     }
 }
+
+/// A test's own failure with what it saw, for a step that cannot go on (`guard … else { throw
+/// TestFailure("no welcome: \(reply)") }`): the test ends there and says why.
+public struct TestFailure: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}

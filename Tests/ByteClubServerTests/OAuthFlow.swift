@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Crypto
+import FerryTestSupport
 import Foundation
 import NIOHTTP1
 

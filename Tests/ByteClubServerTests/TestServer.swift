@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import ByteClubServer
 import Crypto
+import FerryTestSupport
 import Foundation
 import Logging
 import NIOCore
@@ -109,11 +110,6 @@ struct TestServer: Sendable {
         let body = form.map { "\($0.key)=\($0.value.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")" }.joined(separator: "&")
         return try await request(.POST, path, headers: headers + [("Content-Type", "application/x-www-form-urlencoded")], body: Array(body.utf8), auth: auth)
     }
-}
-
-struct TestFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
 }
 
 /// Deterministic test bytes and their digest.

@@ -3,6 +3,7 @@
 // Dispatch queue, never on the cooperative pool the in-process daemon needs.
 import Dispatch
 import FerryProtocol
+import FerryTestSupport
 import Foundation
 import NIOCore
 import Testing
@@ -205,11 +206,6 @@ final class RawClient: @unchecked Sendable {  // one test drives it at a time; t
 }
 
 struct ClosedByDaemon: Error {}
-
-struct TestFailure: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
-}
 
 extension FerryProtocol.Request {
     static func attach(_ session: String, owner: Bool = true, group: String? = nil, perHost: Int? = nil) -> Self {
