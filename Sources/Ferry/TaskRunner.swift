@@ -48,7 +48,15 @@ struct InProcessRunner: TaskRunner {
     /// network waits for it first, in the run's task.
     func start(_ task: SessionTask, generation: Int, isFirst: Bool) {
         let handle = RunHandle()
-        task.lock.withLockedValue { $0.run = handle }
+        // A suspend or cancel between `resume()` and here found no run to stop: a run that is no
+        // longer the task's does not begin, and one cancelled meanwhile stops as it begins.
+        let cancelledAlready = task.lock.withLockedValue { m -> Bool? in
+            guard m.lifecycle.isCurrent(generation) else { return nil }
+            m.run = handle
+            return m.lifecycle.isCanceling
+        }
+        guard let cancelledAlready else { return }
+        if cancelledAlready { handle.stop() }
         if let connectivity {
             spawn(task, generation: generation, handle: handle) {
                 await self.runAfterNetwork(task, generation: generation, handle: handle, connectivity: connectivity)
