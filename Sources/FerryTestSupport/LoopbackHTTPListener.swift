@@ -25,11 +25,20 @@ final class LoopbackHTTPListener: Sendable {
     private let serverChannel: NIOAsyncChannel<Connection, Never>
     private let state = Mutex<(counts: Counts, channels: [ObjectIdentifier: any Channel])>((Counts(), [:]))
     private let acceptTask: Mutex<Task<Void, Never>?> = Mutex(nil)
-    private let shuttingDown = Mutex(false)
+    /// Set as `shutdown()` begins; read by the accept loop and by each new connection's set-up.
+    private let shuttingDown: ShutdownFlag
 
-    private init(serverChannel: NIOAsyncChannel<Connection, Never>, port: Int) {
+    /// Shared with the bootstrap's child initializer, which exists before the listener does.
+    final class ShutdownFlag: Sendable {
+        private let flag = Mutex(false)
+        var isSet: Bool { flag.withLock { $0 } }
+        func set() { flag.withLock { $0 = true } }
+    }
+
+    private init(serverChannel: NIOAsyncChannel<Connection, Never>, port: Int, shuttingDown: ShutdownFlag) {
         self.serverChannel = serverChannel
         self.port = port
+        self.shuttingDown = shuttingDown
     }
 
     /// Listens (`port` 0: the system chooses); nothing is accepted before `startAccepting`.
@@ -38,12 +47,18 @@ final class LoopbackHTTPListener: Sendable {
     /// that answers some requests before their body has arrived (a refused or cut append) and
     /// keeps reading, which that handler's debug checks take for a second response.
     static func bind(port: Int = 0, pipeliningAssistance: Bool = true) async throws -> LoopbackHTTPListener {
+        let shuttingDown = ShutdownFlag()
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .bind(host: "127.0.0.1", port: port) { child in
                 child.eventLoop.makeCompletedFuture {
+                    // A connection that arrives as the listener closes is refused before it is
+                    // wrapped: wrapped, it could reach the closed stream of connections, be
+                    // dropped there untaken, and trap in NIO (a test that cancelled hundreds of
+                    // requests left connects in flight at its server's shutdown).
+                    if shuttingDown.isSet { throw ChannelError.ioOnClosedChannel }
                     try child.pipeline.syncOperations.configureHTTPServerPipeline(
                         withPipeliningAssistance: pipeliningAssistance, withErrorHandling: true)
                     return try Connection(wrappingChannelSynchronously: child)
@@ -52,7 +67,7 @@ final class LoopbackHTTPListener: Sendable {
         guard let bound = channel.channel.localAddress?.port else {
             throw TestServerError("the listening socket has no port")
         }
-        return LoopbackHTTPListener(serverChannel: channel, port: bound)
+        return LoopbackHTTPListener(serverChannel: channel, port: bound, shuttingDown: shuttingDown)
     }
 
     /// Serves each connection in a task of its own; a handler that throws closes its connection.
@@ -78,7 +93,7 @@ final class LoopbackHTTPListener: Sendable {
     /// closed). Dropped untaken, its NIOAsyncChannel trapped in NIO ("Deinited NIOAsyncWriter
     /// without calling finish()") and took the whole test process down (CI, 2026-11-25).
     func shutdown() async {
-        shuttingDown.withLock { $0 = true }
+        shuttingDown.set()
         try? await serverChannel.channel.close()
         let open = state.withLock { Array($0.channels.values) }
         for channel in open { channel.close(promise: nil) }
@@ -100,7 +115,7 @@ final class LoopbackHTTPListener: Sendable {
             try await serverChannel.executeThenClose { inbound in
                 try await withThrowingDiscardingTaskGroup { group in
                     for try await connection in inbound {
-                        if shuttingDown.withLock({ $0 }) {
+                        if shuttingDown.isSet {
                             // Arrived during shutdown: finished properly, never served.
                             try? await connection.executeThenClose { _, _ in }
                             continue

@@ -244,6 +244,14 @@ struct SessionTests {
             let notCancelled = tasks.filter { $0.error?.code != .cancelled }
             #expect(notCancelled.isEmpty, "\(notCancelled.count) of \(tasks.count) ended otherwise: \(notCancelled.prefix(3).map { String(describing: $0.error) })")
             session.invalidateAndCancel()
+            // Connects of cancelled requests may still be on their way: the server is shut down
+            // once no new connection arrived for a while.
+            var seen = -1
+            try await poll(until: "the connects of the cancelled requests to settle", timeout: .seconds(10), every: .milliseconds(300),
+                           observed: "\(server.totalConnections) connections") {
+                defer { seen = server.totalConnections }
+                return server.totalConnections == seen
+            }
         }
     }
 
