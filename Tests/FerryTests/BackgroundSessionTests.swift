@@ -242,6 +242,23 @@ struct BackgroundSessionTests {
         }
     }
 
+    @Test("a cancel racing resume() from another thread: the task ends cancelled here and in ferryd, whichever reached ferryd first")
+    func cancelRacingResume() async throws {
+        try await withDaemonAndServer { daemon, server in
+            let session = try Session.background(daemon.configuration("bg.race"))
+            let tasks = (0..<100).map { _ in session.dataTask(with: server.url("/delay/1000")) }
+            resumeAndCancelAtOnce(tasks)
+            for task in tasks { await task.waitUntilCompleted() }
+            #expect(tasks.allSatisfy { $0.error?.code == .cancelled }, "every task ended cancelled here")
+            // A transfer ferryd ran for nobody would be answered after a second: none may be.
+            try await Task.sleep(for: .milliseconds(2500))
+            let listed = try await runFerry(["list", "--json", "--session", "bg.race"], environment: daemon.environment)
+            let finished = listed.output.components(separatedBy: "\"completed\"").count - 1
+            #expect(finished == 0, "\(finished) tasks ran to their end in ferryd after being cancelled here")
+            session.invalidateAndCancel()
+        }
+    }
+
     @Test("httpMaximumConnectionsPerHost goes to ferryd with the session: 1 means one transfer at a time")
     func connectionLimitTravels() async throws {
         try await withDaemonAndServer { daemon, server in

@@ -1,7 +1,6 @@
 import Ferry
 import FerryTestSupport
 import Foundation
-import Synchronization
 import Testing
 
 @Suite("Sessions and tasks, as URLSession")
@@ -217,29 +216,7 @@ struct SessionTests {
         try await withServer { server in
             let session = Session(configuration: .ephemeral)
             let tasks = (0..<300).map { _ in session.dataTask(with: server.url("/delay/3000")) }
-            // Two threads meet at each task (both spin until the other is there), then one
-            // resumes it while the other cancels it.
-            final class Meeting: Sendable {
-                let resumer = Atomic<Int>(0)
-                let canceller = Atomic<Int>(0)
-            }
-            let arrived = Meeting()
-            let resumer = Thread {
-                for (index, task) in tasks.enumerated() {
-                    arrived.resumer.store(index + 1, ordering: .sequentiallyConsistent)
-                    while arrived.canceller.load(ordering: .sequentiallyConsistent) < index + 1 {}
-                    task.resume()
-                }
-            }
-            let canceller = Thread {
-                for (index, task) in tasks.enumerated() {
-                    arrived.canceller.store(index + 1, ordering: .sequentiallyConsistent)
-                    while arrived.resumer.load(ordering: .sequentiallyConsistent) < index + 1 {}
-                    task.cancel()
-                }
-            }
-            resumer.start()
-            canceller.start()
+            resumeAndCancelAtOnce(tasks)
             for task in tasks { await task.waitUntilCompleted() }
             let notCancelled = tasks.filter { $0.error?.code != .cancelled }
             #expect(notCancelled.isEmpty, "\(notCancelled.count) of \(tasks.count) ended otherwise: \(notCancelled.prefix(3).map { String(describing: $0.error) })")

@@ -1,6 +1,7 @@
 import Ferry
 import FerryTestSupport
 import Foundation
+import Synchronization
 import Testing
 
 func makeTemporaryDirectory() throws -> URL { try TestFiles.makeTemporaryDirectory() }
@@ -109,4 +110,31 @@ final class RecordingDelegate: SessionDelegate, @unchecked Sendable {
         for await error in completed.stream { return .some(error) }
         return nil
     }
+}
+
+/// Resumes and cancels each task from two threads at the same moment: the threads meet at each
+/// task (each spins until the other is there), then one resumes it while the other cancels it.
+/// Returns at once; wait for the tasks to complete.
+func resumeAndCancelAtOnce(_ tasks: [SessionTask]) {
+    final class Meeting: Sendable {
+        let resumer = Atomic<Int>(0)
+        let canceller = Atomic<Int>(0)
+    }
+    let arrived = Meeting()
+    let resumer = Thread {
+        for (index, task) in tasks.enumerated() {
+            arrived.resumer.store(index + 1, ordering: .sequentiallyConsistent)
+            while arrived.canceller.load(ordering: .sequentiallyConsistent) < index + 1 {}
+            task.resume()
+        }
+    }
+    let canceller = Thread {
+        for (index, task) in tasks.enumerated() {
+            arrived.canceller.store(index + 1, ordering: .sequentiallyConsistent)
+            while arrived.resumer.load(ordering: .sequentiallyConsistent) < index + 1 {}
+            task.cancel()
+        }
+    }
+    resumer.start()
+    canceller.start()
 }

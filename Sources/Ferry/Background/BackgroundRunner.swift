@@ -26,6 +26,7 @@ struct BackgroundRunner: TaskRunner {
             if submitted.task.taskIdentifier == task.taskIdentifier, !(submitted.existing && submitted.task.state.isFinal) {
                 task.lock.withLockedValue { $0.isInDaemon = true }
             }
+            if let missed = missedControl(of: task, generation: generation) { control(task, missed) }
             guard submitted.existing else { return }
             // ferryd kept the task it had for this key: this one hears what happens to it.
             let existing = submitted.task.taskIdentifier
@@ -43,6 +44,19 @@ struct BackgroundRunner: TaskRunner {
             }
         } catch {
             task.finish(error: FerryError.from(error, url: task.originalRequest.url), generation: generation)
+        }
+    }
+
+    /// A suspend or cancel that reached ferryd before this task's submission found nothing to
+    /// act on there (ferryd answered that it has no such task), and the transfer would run for
+    /// nobody: what to tell ferryd now that it has the task. Telling it twice does no harm.
+    private func missedControl(of task: SessionTask, generation: Int) -> TaskControl? {
+        task.lock.withLockedValue { m in
+            switch m.lifecycle.state {
+            case .running: nil  // this run, or a later one after a resume: ferryd runs it
+            case .canceling, .completed: .cancel
+            case .suspended: .suspend
+            }
         }
     }
 
