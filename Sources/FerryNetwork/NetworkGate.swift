@@ -102,8 +102,8 @@ package final class NetworkGate: Sendable {
         var conditions: NetworkConditions?
         /// Readings so far: a waiter that saw reading n waits for n + 1.
         var generation = 0
-        var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
-        var nextWaiter = 0
+        /// Opens with the next reading (then a new one waits for the one after).
+        var nextReading = Latch()
         /// Running transfers whose route each reading checks (``follow(host:lost:)``).
         var followers: [Int: Follower] = [:]
         var nextFollower = 0
@@ -150,22 +150,8 @@ package final class NetworkGate: Sendable {
     }
 
     private func reading(after generation: Int) async {
-        let id = state.withLock { state -> Int in
-            defer { state.nextWaiter += 1 }
-            return state.nextWaiter
-        }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let now = state.withLock { state -> Bool in
-                    if state.generation > generation || Task.isCancelled { return true }
-                    state.waiters[id] = continuation
-                    return false
-                }
-                if now { continuation.resume() }
-            }
-        } onCancel: {
-            state.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
-        }
+        let next = state.withLock { $0.generation > generation ? nil : $0.nextReading }
+        await next?.wait()
     }
 
     /// Follows a running transfer to `host`: `lost` is called once, with the link's name, when
@@ -186,15 +172,15 @@ package final class NetworkGate: Sendable {
     }
 
     private func publish(_ conditions: NetworkConditions) {
-        let (waiters, lookAgain) = state.withLock { state -> ([CheckedContinuation<Void, Never>], Bool) in
+        let (arrived, lookAgain) = state.withLock { state -> (Latch, Bool) in
             state.conditions = conditions
             state.generation += 1
-            defer { state.waiters = [:] }
+            defer { state.nextReading = Latch() }
             let lookAgain = !state.secondLookDue && state.followers.values.contains { conditions.hasLost($0.link, toward: $0.host) }
             if lookAgain { state.secondLookDue = true }
-            return (Array(state.waiters.values), lookAgain)
+            return (state.nextReading, lookAgain)
         }
-        for waiter in waiters { waiter.resume() }
+        arrived.open()
         if lookAgain {
             // One short-lived timer for all of them, only when a link went.
             Task {
