@@ -157,9 +157,13 @@ extension Daemon {
         let host = record.request.url.host?.lowercased() ?? ""
         let session = try? await sessions.record(record.sessionIdentifier, in: store)
         let access = session?.networkAccess ?? .unrestricted
-        if let hold = network.hold(host: host, access: access) {
+        let link: String?
+        switch network.admission(host: host, access: access) {
+        case .held(let hold):
             announceWaiting(key, reason: hold, access: access)
             return hold
+        case .allowed(let over):
+            link = over
         }
         if running.count >= configuration.globalTaskLimit {
             awaitingSlot = true  // from now: a task ending during this pass wakes the next
@@ -173,7 +177,7 @@ extension Daemon {
                 kind: .hostLimit, host: host,
                 message: "the session already runs \(limit) tasks against \(host) (httpMaximumConnectionsPerHost)")
         }
-        let task = RunningTask(session: record.sessionIdentifier, host: host, link: network.link(toward: host))
+        let task = RunningTask(session: record.sessionIdentifier, host: host, link: link)
         running[key] = task
         schedule(.attempt(record, session, task.attempt))
         return nil

@@ -46,13 +46,33 @@ package struct NetworkConditions: Hashable, Sendable {
         return path.links[link]?.isUp != true || !path.reaches(host, over: link)
     }
 
+    /// Whether a task to `host` may start now under `access`, and the link it would leave by.
+    package enum Admission: Sendable {
+        case held(WaitingReason)
+        /// `link`: nil before the first reading or over loopback (as ``link(toward:)``).
+        case allowed(link: String?)
+    }
+
     /// Why a task to `host` may not start, or nil when it may.
     package func hold(host: String, access: NetworkAccess) -> WaitingReason? {
-        guard let path else { return nil }
+        if case .held(let reason) = admission(host: host, access: access) { return reason }
+        return nil
+    }
+
+    /// ``hold(host:access:)`` and ``link(toward:)`` from one look at the routes (ferryd's
+    /// scheduler asks both for every task it starts).
+    package func admission(host: String, access: NetworkAccess) -> Admission {
+        guard let path else { return .allowed(link: nil) }
         guard let link = path.link(toward: host) else {
-            return WaitingReason(kind: .noNetwork, host: host, message: "no network: no link that is up has a route to \(host)")
+            return .held(WaitingReason(kind: .noNetwork, host: host, message: "no network: no link that is up has a route to \(host)"))
         }
-        if link.isLoopback { return nil }
+        if link.isLoopback { return .allowed(link: nil) }
+        if let reason = hold(host: host, over: link, access: access) { return .held(reason) }
+        return .allowed(link: link.name)
+    }
+
+    /// Why `access` keeps a task to `host` off `link`, or nil.
+    private func hold(host: String, over link: NetworkPath.Link, access: NetworkAccess) -> WaitingReason? {
         if link.isCellular, !access.allowsCellularAccess {
             return WaitingReason(kind: .cellularNetwork, host: host,
                 message: "the route to \(host) is over cellular link \(link.name) and the session does not allow it (allowsCellularAccess)")
