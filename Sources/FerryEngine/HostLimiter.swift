@@ -59,6 +59,13 @@ final class HostLimiter: Sendable {
         /// Of those, the ones cancelled in that moment.
         var cancelledWhileRegistering: Set<UInt64> = []
 
+        /// Takes a slot of `host` if one is free under `limit`.
+        mutating func takeSlot(of host: String, limit: Int) -> Bool {
+            guard active[host, default: 0] < limit else { return false }
+            active[host, default: 0] += 1
+            return true
+        }
+
         /// Takes waiter `id` out of `host`'s line, if it is there; a line left empty goes.
         mutating func leave(_ host: String, _ id: UInt64) -> Waiter? {
             let waiter = waiters[host]?.remove(id)
@@ -85,10 +92,7 @@ final class HostLimiter: Sendable {
         try Task.checkCancellation()
         let limit = self.limit
         let waiting: UInt64? = state.withLockedValue { s in
-            if s.active[host, default: 0] < limit {
-                s.active[host, default: 0] += 1
-                return nil
-            }
+            if s.takeSlot(of: host, limit: limit) { return nil }
             s.nextID += 1
             s.registering.insert(s.nextID)
             return s.nextID
@@ -100,10 +104,7 @@ final class HostLimiter: Sendable {
                     s.registering.remove(id)
                     if s.cancelledWhileRegistering.remove(id) != nil { return .failure(CancellationError()) }
                     // A slot may have been freed since the first look.
-                    if s.active[host, default: 0] < limit {
-                        s.active[host, default: 0] += 1
-                        return .success(())
-                    }
+                    if s.takeSlot(of: host, limit: limit) { return .success(()) }
                     s.waiters[host, default: WaitingLine()].append(id, Waiter { continuation.resume(with: $0) })
                     return nil
                 }
@@ -166,10 +167,7 @@ final class HostLimiter: Sendable {
     func enqueue(host: String, _ ready: @escaping @Sendable () -> Void) -> UInt64? {
         let limit = self.limit
         return state.withLockedValue { s in
-            if s.active[host, default: 0] < limit {
-                s.active[host, default: 0] += 1
-                return nil
-            }
+            if s.takeSlot(of: host, limit: limit) { return nil }
             s.nextID += 1
             s.waiters[host, default: WaitingLine()].append(s.nextID, Waiter { _ in ready() })
             return s.nextID
