@@ -240,8 +240,8 @@ extension Daemon {
         return answer
     }
 
-    /// The owed `eventsFinished` of `session`, to its owner if it has one.
-    private func sendEventsFinished(_ session: String) {
+    /// `eventsFinished` of `session` (the pump's, or one a challenge held), to its owner if it has one.
+    func sendEventsFinished(_ session: String) {
         guard let owner = owner(of: session), let connection = connections[owner] else { return }
         connection.send(.eventsFinished(sessionIdentifier: session))
     }

@@ -104,9 +104,7 @@ extension Daemon {
         } while update(session, { $0.pump.another() })
         done = true
         // Not while a challenge of the session waits for the app: it is owed until the answer.
-        if sentAny, finishHold.mayFinish(session), let owner = owner(of: session), let connection = connections[owner] {
-            connection.send(.eventsFinished(sessionIdentifier: session))
-        }
+        if sentAny, finishHold.mayFinish(session) { sendEventsFinished(session) }
     }
 
     /// Sends `batch` in slices of about `eventSliceBytes`, each once the connection has less
