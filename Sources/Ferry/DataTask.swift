@@ -52,7 +52,7 @@ public class DataTask: SessionTask, @unchecked Sendable {
         await chunkSink?(data)
     }
 
-    override func didFinishTransfer(_ result: TransferResult) async {
+    override func didFinishTransfer(_ result: TransferResult) {
         collected.withLockedValue { $0 = result.body }
     }
 

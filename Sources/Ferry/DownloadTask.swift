@@ -65,7 +65,7 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
         resumeState.withLockedValue { $0.validator = TransferEngineValidator.of(response) }
     }
 
-    override func didFinishTransfer(_ result: TransferResult) async {
+    override func didFinishTransfer(_ result: TransferResult) {
         handOver(partialFile)
     }
 

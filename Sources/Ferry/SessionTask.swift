@@ -276,7 +276,7 @@ public class SessionTask: @unchecked Sendable {  // all mutable state is behind 
     func makeTransfer() throws -> Transfer { fatalError("subclass") }
 
     /// Called on success before completion is reported (download hands over its file).
-    func didFinishTransfer(_ result: TransferResult) async {}
+    func didFinishTransfer(_ result: TransferResult) {}
 
     /// ferryd finished a download at `location` (a background session's event).
     func fileArrived(at location: URL) async {}

@@ -9,6 +9,23 @@ struct TaskObserver: TransferObserver {
     var session: Session { task.session }
 
     func transferDidReceive(response: Response) async -> Bool {
+        record(response)
+        guard let dataTask = task as? DataTask, let delegate = session.delegate else { return true }
+        let session = self.session
+        let disposition = await session.delegateQueue.ask {
+            await delegate.session(session, dataTask: dataTask, didReceive: response)
+        }
+        return disposition == .allow
+    }
+
+    /// Only a data task's delegate decides on a response (URLSession asks no other task's).
+    func transferDidReceiveAtOnce(response: Response) -> Bool? {
+        if task is DataTask, session.delegate != nil { return nil }
+        record(response)
+        return true
+    }
+
+    private func record(_ response: Response) {
         task.lock.withLockedValue {
             $0.response = response
             // A coded body arrives decoded: its Content-Length is not the bytes that will arrive.
@@ -16,12 +33,6 @@ struct TaskObserver: TransferObserver {
         }
         task.responseArrived(response)
         task.emit(.response(response))
-        guard let dataTask = task as? DataTask, let delegate = session.delegate else { return true }
-        let session = self.session
-        let disposition = await session.delegateQueue.ask {
-            await delegate.session(session, dataTask: dataTask, didReceive: response)
-        }
-        return disposition == .allow
     }
 
     /// The task waits for the network (`waitsForConnectivity`), in this process or in ferryd:

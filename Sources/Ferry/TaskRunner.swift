@@ -71,12 +71,15 @@ struct InProcessRunner: TaskRunner {
             turn = try engine.turn(for: transfer, observer: observer) { ready in
                 switch ready {
                 case .success(let turn):
-                    let started = spawn(task, generation: generation, handle: handle) {
-                        await self.run(task, generation: generation, transfer: transfer) {
-                            try await engine.run(transfer, turn: turn, observer: observer, cancellingWith: { _ = handle.stop() })
-                        }
+                    // A plain download with a kept-alive connection at hand runs on that
+                    // connection's loop without a task, until it ends or needs one (LoopTransfer).
+                    if let loop = engine.loopTransfer(transfer, turn: turn, observer: observer, ended: { outcome in
+                        self.loopEnded(outcome, task: task, generation: generation, transfer: transfer, turn: turn, observer: observer, handle: handle)
+                    }) {
+                        handle.attach(stop: { loop.stop() })
+                        return loop.begin()
                     }
-                    if !started { turn.abandon() }  // the session went away as the turn came
+                    runInTask(task, generation: generation, transfer: transfer, turn: turn, observer: observer, handle: handle, first: nil)
                 case .failure(let error):
                     // Withdrawn (cancelled, suspended) or timed out while it waited: no run.
                     spawn(task, generation: generation, handle: handle) { await self.ended(task, generation: generation, transfer: transfer, error: error) }
@@ -88,6 +91,33 @@ struct InProcessRunner: TaskRunner {
         }
         handle.attach(stop: { turn.withdraw() })
         turn.queue()
+    }
+
+    /// Run `generation` of `task`, whose `turn` came, in a task of its own; from the first request
+    /// that went out on its connection's loop, when there was one.
+    private func runInTask(
+        _ task: SessionTask, generation: Int, transfer: Transfer, turn: TransferTurn, observer: TaskObserver, handle: RunHandle, first: FirstRequest?
+    ) {
+        let started = spawn(task, generation: generation, handle: handle) {
+            await self.run(task, generation: generation, transfer: transfer) {
+                try await engine.run(transfer, turn: turn, observer: observer, first: first, cancellingWith: { _ = handle.stop() })
+            }
+        }
+        if !started { turn.abandon() }  // the session went away as the turn came
+    }
+
+    /// A run carried on its connection's loop ended there, or needs a task for the rest.
+    private func loopEnded(
+        _ outcome: LoopOutcome, task: SessionTask, generation: Int, transfer: Transfer, turn: TransferTurn, observer: TaskObserver, handle: RunHandle
+    ) {
+        switch outcome {
+        case .finished(let result):
+            completed(task, generation: generation, with: result)
+        case .stopped(let error):
+            spawn(task, generation: generation, handle: handle) { await self.ended(task, generation: generation, transfer: transfer, error: error) }
+        case .continueInTask(let first):
+            runInTask(task, generation: generation, transfer: transfer, turn: turn, observer: observer, handle: handle, first: first)
+        }
     }
 
     /// Runs `work` in a task of its own that `handle` stops (the delegate queue's, beside it);
@@ -135,14 +165,19 @@ struct InProcessRunner: TaskRunner {
         do {
             // A time-out racing the transfer's end may still stop this task after `work` returned:
             // what follows must not wait on anything cancellable.
-            let result = try await work()
-            task.lock.withLockedValue { $0.response = result.response }
-            guard task.isCurrent(generation) else { return }
-            await task.didFinishTransfer(result)
-            task.finish(error: nil, generation: generation)
+            completed(task, generation: generation, with: try await work())
         } catch {
             await ended(task, generation: generation, transfer: transfer, error: error)
         }
+    }
+
+    /// Run `generation` of `task` ended with `result`: the task completes with it, unless a
+    /// suspend or a later run made it not current.
+    private func completed(_ task: SessionTask, generation: Int, with result: TransferResult) {
+        task.lock.withLockedValue { $0.response = result.response }
+        guard task.isCurrent(generation) else { return }
+        task.didFinishTransfer(result)
+        task.finish(error: nil, generation: generation)
     }
 
     /// Run `generation` of `task` failed with `error` (or was stopped): it completes with it,

@@ -180,6 +180,30 @@ final class PlainResponseBody: AsyncSequence, Sendable {
     }
 }
 
+/// Takes an exchange's response on its connection's event loop instead of leaving it to a
+/// reader in a Swift task (a transfer carried on the loop, ``LoopTransfer``). Called on the
+/// loop only; after the head it gets exactly one of the body's end or the exchange's failure,
+/// unless it handed the response over or abandoned it.
+protocol PlainResponseReceiver: AnyObject {
+    /// The response's head: keep its body here, leave the rest of the response to the
+    /// exchange's reader (as ``PlainExchange/send(_:)`` would have had it), or close it with an error.
+    func receive(head: HTTPResponseHead) -> PlainHeadDecision
+    /// A part of the body. Throwing ends the exchange (the connection closes); the error is the
+    /// receiver's to report.
+    func receive(body: ByteBuffer) throws
+    /// The body ended; the connection is back in the pool.
+    func responseEnded()
+    /// The exchange failed or was stopped before the body's end.
+    func exchangeFailed(_ error: any Error)
+}
+
+enum PlainHeadDecision {
+    case takeBody
+    case handOver
+    /// The response is not wanted: the connection closes; the receiver has reported why.
+    case abandon(any Error)
+}
+
 /// Runs a ``PlainConnection``'s exchanges, one at a time, on its event loop: sends each
 /// request, hands the response to its ``PlainExchange``, gives the connection back to the
 /// pool at the response's end (or closes it), holds reads back while the reader is behind,
@@ -199,6 +223,8 @@ final class PlainConnectionHandler: ChannelDuplexHandler {
     private let settings: Settings
     private var context: ChannelHandlerContext?
     private var exchange: PlainExchange?
+    /// Who takes the current exchange's response here, if anyone (``PlainResponseReceiver``).
+    private var receiver: (any PlainResponseReceiver)?
     /// Both sides allow the connection to be used again.
     private var keepAlive = true
     /// A read held back for the reader.
@@ -219,12 +245,16 @@ final class PlainConnectionHandler: ChannelDuplexHandler {
         self.context = nil
     }
 
-    /// Sends `head` for `exchange` (the connection has no other in progress).
-    func start(_ exchange: PlainExchange, head: HTTPRequestHead) {
+    /// Sends `head` for `exchange` (the connection has no other in progress); its response goes
+    /// to `receiver` when there is one.
+    func start(_ exchange: PlainExchange, head: HTTPRequestHead, receiver: (any PlainResponseReceiver)? = nil) {
         guard let context, context.channel.isActive, self.exchange == nil else {
-            return exchange.fail(ChannelError.ioOnClosedChannel)
+            exchange.fail(ChannelError.ioOnClosedChannel)
+            receiver?.exchangeFailed(ChannelError.ioOnClosedChannel)
+            return
         }
         self.exchange = exchange
+        self.receiver = receiver
         keepAlive = head.isKeepAlive
         context.write(wrapOutboundOut(.head(head)), promise: nil)
         let sent = context.eventLoop.makePromise(of: Void.self)
@@ -241,26 +271,47 @@ final class PlainConnectionHandler: ChannelDuplexHandler {
         switch unwrapInboundIn(data) {
         case .head(let head):
             keepAlive = keepAlive && head.isKeepAlive
+            if let receiver {
+                switch receiver.receive(head: head) {
+                case .takeBody: return
+                case .handOver: self.receiver = nil
+                case .abandon(let error):
+                    self.receiver = nil
+                    self.exchange = nil
+                    return exchange.fail(error)
+                }
+            }
             exchange.received(head)
         case .body(let chunk):
-            exchange.received(chunk)
+            guard let receiver else { return exchange.received(chunk) }
+            do {
+                try receiver.receive(body: chunk)
+            } catch {
+                self.receiver = nil
+                self.exchange = nil
+                exchange.fail(error)
+            }
         case .end:
             self.exchange = nil
+            let receiver = self.receiver
+            self.receiver = nil
             lastUsed = .now()
             // Back in the pool before the reader hears of the end, so that its next request
             // finds the connection there; not when the reader gave up first (it is closing).
-            if exchange.markEnded() && keepAlive {
+            let ended = exchange.markEnded()
+            if ended && keepAlive {
                 if idleTimer == nil { armIdleTimer(in: settings.idleTimeout) }
                 exchange.connection.release()
             } else {
                 context.close(promise: nil)
             }
-            exchange.deliver()
+            guard let receiver else { return exchange.deliver() }
+            if ended { receiver.responseEnded() } else { receiver.exchangeFailed(CancellationError()) }
         }
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        exchange?.deliver()
+        if receiver == nil { exchange?.deliver() }
         context.fireChannelReadComplete()
     }
 
@@ -292,7 +343,10 @@ final class PlainConnectionHandler: ChannelDuplexHandler {
     private func end(with error: any Error) {
         guard let exchange else { return }
         self.exchange = nil
+        let receiver = self.receiver
+        self.receiver = nil
         exchange.fail(error)
+        receiver?.exchangeFailed(error)
     }
 
     private func armIdleTimer(in delay: TimeAmount) {

@@ -81,11 +81,18 @@ final class PlainHTTPConnections: Sendable {
         return (response, connection.use(reused: reused))
     }
 
+    /// An idle connection to `origin` (the one released last), without waiting: nil when there is
+    /// none (``LoopTransfer`` then leaves the transfer to a Swift task, which opens one).
+    func idleConnection(to origin: Origin) -> PlainConnection? {
+        while let idle = state.withLockedValue({ $0.takeIdle(to: origin) }) {
+            if idle.channel.isActive { return idle }
+        }
+        return nil
+    }
+
     /// An idle connection to `origin` (the one released last), or a new one; whether it was idle.
     private func connection(to origin: Origin) async throws -> (PlainConnection, reused: Bool) {
-        while let idle = state.withLockedValue({ $0.takeIdle(to: origin) }) {
-            if idle.channel.isActive { return (idle, true) }
-        }
+        if let idle = idleConnection(to: origin) { return (idle, true) }
         if state.withLockedValue({ $0.closed }) { throw HTTPClientError.alreadyShutdown }
         let handlerSettings = PlainConnectionHandler.Settings(idleTimeout: idleTimeout) { [weak self] channel in
             self?.withdrawIdle(channel, from: origin) ?? true

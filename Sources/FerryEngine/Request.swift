@@ -1,5 +1,6 @@
 public import FerryCore
 public import Foundation
+import NIOHTTP1
 
 /// What to send: the `URLRequest` of Ferry.
 ///
@@ -52,6 +53,13 @@ public struct Response: Sendable, Hashable {
         self.httpVersion = httpVersion
     }
 
+    init(_ head: HTTPResponseHead, url: URL) {
+        var headers = HeaderFields()
+        headers.reserveCapacity(head.headers.count)
+        for (name, value) in head.headers { headers.add(name: name, value: value) }
+        self.init(url: url, statusCode: Int(head.status.code), headers: headers, httpVersion: head.version.ferryName)
+    }
+
     /// Whether the status is one the engine follows to `Location` (301, 302, 303, 307, 308).
     public var isRedirect: Bool { [301, 302, 303, 307, 308].contains(statusCode) }
 
@@ -78,4 +86,9 @@ public struct Response: Sendable, Hashable {
     public var etag: String? { headers["ETag"] }
     public var lastModified: String? { headers["Last-Modified"] }
     public var acceptsByteRanges: Bool { headers["Accept-Ranges"]?.lowercased().contains("bytes") ?? false }
+}
+
+extension HTTPVersion {
+    /// As ``Response/httpVersion`` names it: `HTTP/1.1`, `HTTP/2`.
+    var ferryName: String { major >= 2 ? "HTTP/2" : "HTTP/\(major).\(minor)" }
 }

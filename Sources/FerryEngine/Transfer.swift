@@ -130,6 +130,12 @@ public enum ResumableUploadMode: Sendable, Hashable {
 public protocol TransferObserver: Sendable {
     /// The final response head (after redirects). Return false to cancel the transfer.
     func transferDidReceive(response: Response) async -> Bool
+    /// The final response head, taken without suspending when the observer can answer at once:
+    /// what ``transferDidReceive(response:)`` would return, or nil when it must be asked that
+    /// way (it waits for someone, a delegate's decision) and has taken nothing. The engine
+    /// calls one of the two for a response, never both: this one where it cannot wait (a
+    /// transfer carried on its connection's event loop), and it goes on in a task on nil.
+    func transferDidReceiveAtOnce(response: Response) -> Bool?
     /// A redirect is about to be followed; return the request to send, or nil to stop and
     /// deliver the redirect response itself.
     func transferWillRedirect(response: Response, to request: Request) async -> Request?
@@ -154,6 +160,7 @@ public protocol TransferObserver: Sendable {
 
 extension TransferObserver {
     public func transferDidReceive(response: Response) async -> Bool { true }
+    public func transferDidReceiveAtOnce(response: Response) -> Bool? { nil }
     public func transferWillRedirect(response: Response, to request: Request) async -> Request? { request }
     public func transferDidReceive(challenge: AuthenticationChallenge) async -> ChallengeAnswer { .performDefaultHandling }
     public func transferDidFinish(transaction: TransactionMetrics) {}

@@ -70,10 +70,16 @@ extension TransferEngine {
         defer { output?.close() }
 
         state.requestCount += 1
-        logger.debug("request", metadata: ["method": "\(request.method)", "url": "\(request.url.redactedForLogs)"])
         state.responseHeadArrived = false
-        transaction.requestStartDate = Date()
-        let (clientResponse, connection) = try await execute(outgoing, url: request.url, for: state.transfer, proxied: transaction.isProxyConnection)
+        let (clientResponse, connection): (HTTPClientResponse, ConnectionUse?)
+        if let (response, used, sent) = state.takeFirstResponse() {
+            // Sent on its connection's loop, and its head came (LoopTransfer): go on from there.
+            (clientResponse, connection, transaction) = (response, used, sent)
+        } else {
+            logger.debug("request", metadata: ["method": "\(request.method)", "url": "\(request.url.redactedForLogs)"])
+            transaction.requestStartDate = Date()
+            (clientResponse, connection) = try await execute(outgoing, url: request.url, for: state.transfer, proxied: transaction.isProxyConnection)
+        }
         transaction.connection = connection
         // A new connection was opened first: the request was handed to it once it was open.
         if let opened = connection?.connectEndDate { transaction.requestStartDate = opened }
@@ -226,13 +232,6 @@ extension TransferEngine {
 
 extension Response {
     init(_ response: HTTPClientResponse, url: URL) {
-        var headers = HeaderFields()
-        headers.reserveCapacity(response.headers.count)
-        for (name, value) in response.headers { headers.add(name: name, value: value) }
-        self.init(
-            url: url,
-            statusCode: Int(response.status.code),
-            headers: headers,
-            httpVersion: response.version.major >= 2 ? "HTTP/2" : "HTTP/\(response.version.major).\(response.version.minor)")
+        self.init(HTTPResponseHead(version: response.version, status: response.status, headers: response.headers), url: url)
     }
 }

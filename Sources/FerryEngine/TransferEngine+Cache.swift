@@ -5,7 +5,9 @@ extension TransferEngine {
     /// Runs `transfer`, answered from its cache when ``HTTPCache`` allows (a `GET` into
     /// memory, without a body): a fresh entry without a request, a stale one after the
     /// server's `304`; a response that may be kept is stored.
-    func runThroughCache(_ transfer: Transfer, observer: any TransferObserver, progress: TransferProgress, admitted: HostSlot?) async throws -> TransferResult {
+    func runThroughCache(
+        _ transfer: Transfer, observer: any TransferObserver, progress: TransferProgress, admitted: HostSlot?, first: FirstRequest? = nil
+    ) async throws -> TransferResult {
         if let cache = transfer.cache, !["GET", "HEAD", "OPTIONS", "TRACE"].contains(transfer.request.method.uppercased()) {
             // A write that succeeded makes what was kept for its URL out of date (§4.4).
             let result = try await runWithRetries(transfer, observer: observer, progress: progress, admitted: admitted)
@@ -14,7 +16,7 @@ extension TransferEngine {
         }
         guard let cache = transfer.cache, transfer.request.method == "GET", transfer.upload == nil, transfer.request.body == nil,
             case .memory = transfer.destination
-        else { return try await runWithRetries(transfer, observer: observer, progress: progress, admitted: admitted) }
+        else { return try await runWithRetries(transfer, observer: observer, progress: progress, admitted: admitted, first: first) }
         let original = transfer.request
         let requestDate = Date()
         var transfer = transfer

@@ -231,13 +231,19 @@ public final class TransferEngine: Sendable {
 
     /// Attempts until one succeeds or the rulebook (``RetryPolicy/decide(_:for:failures:timeLeft:random:)``)
     /// says the response or the failure is the answer.
-    func runWithRetries(_ transfer: Transfer, observer: any TransferObserver, progress: TransferProgress, admitted: HostSlot?) async throws -> TransferResult {
+    /// `first`: the transfer's first request, sent on its connection's loop (``LoopTransfer``),
+    /// taken up as the first attempt's.
+    func runWithRetries(
+        _ transfer: Transfer, observer: any TransferObserver, progress: TransferProgress, admitted: HostSlot?, first: FirstRequest? = nil
+    ) async throws -> TransferResult {
         var state = AttemptState(transfer: transfer, resendsWhenClosedBeforeResponse: configuration.resendsWhenClosedBeforeResponse)
         state.admitted = admitted
+        state.first = first
         while true {
             let delay: Duration
             let reason: String
             do {
+                if let failed = state.takeFirstFailure() { throw failed }
                 return try await self.attempt(&state, observer: observer, progress: progress)
             } catch let retry as RetryLater {
                 (delay, reason) = (retry.delay, retry.reason)
@@ -305,6 +311,8 @@ struct AttemptState {
     var credentialsSent: [ProtectionSpace: Int] = [:]
     /// The credential the last request carried, reported accepted when no `401` follows.
     var pendingCredential: (Credential, ProtectionSpace)?
+    /// The first request, when it was sent on its connection's loop and the rest came here.
+    var first: FirstRequest?
     var writesToFile: Bool {
         if case .file = transfer.destination { return true }
         return false
@@ -317,6 +325,23 @@ struct AttemptState {
             resumes: continuesUpload || (writesToFile && validator != nil),
             deliveredBody: deliveredBodyBytes > 0 && !writesToFile,
             immediateResendAvailable: resendsWhenClosedBeforeResponse && !immediateRetryUsed)
+    }
+
+    /// The first request's failure on its loop, as if this attempt had failed so.
+    mutating func takeFirstFailure() -> FerryError? {
+        guard case .failed(let error, let responseArrived, let validator)? = first?.outcome else { return nil }
+        first = nil
+        requestCount += 1
+        responseHeadArrived = responseArrived
+        if let validator { self.validator = validator }
+        return error
+    }
+
+    /// The first request's response, whose head came on its loop, for `send` to go on with.
+    mutating func takeFirstResponse() -> (HTTPClientResponse, ConnectionUse, TransactionMetrics)? {
+        guard case .response(let response, let connection, let transaction)? = first?.outcome else { return nil }
+        first = nil
+        return (response, connection, transaction)
     }
 
     init(transfer: Transfer, resendsWhenClosedBeforeResponse: Bool = true) {

@@ -181,7 +181,7 @@ package final class TransferTurn: Sendable {
     }
 
     /// The transfer ran: its watch ends.
-    fileprivate func finish() {
+    func finish() {
         endWatch()
     }
 
@@ -212,8 +212,11 @@ extension TransferEngine {
 
     /// Runs `transfer`, whose `turn` came, to its end in the calling task, which is the
     /// transfer's alone: `cancel` cancels that task, and a time-out calls it.
+    /// `first`: its first request went out on its connection's loop (``LoopTransfer``), and
+    /// what came of it needs this path.
     package func run(
-        _ transfer: Transfer, turn: TransferTurn, observer: any TransferObserver, cancellingWith cancel: @escaping @Sendable () -> Void
+        _ transfer: Transfer, turn: TransferTurn, observer: any TransferObserver, first: FirstRequest? = nil,
+        cancellingWith cancel: @escaping @Sendable () -> Void
     ) async throws -> TransferResult {
         defer { turn.finish() }
         turn.watch.stop(with: cancel)
@@ -221,7 +224,7 @@ extension TransferEngine {
         defer { admitted.releaseIfUnused() }
         return try await mappingTimeOut(of: transfer, watch: turn.watch) {
             try Task.checkCancellation()  // a cancel that came as the turn did
-            return try await self.runThroughCache(transfer, observer: observer, progress: turn.watch.progress, admitted: admitted)
+            return try await self.runThroughCache(transfer, observer: observer, progress: turn.watch.progress, admitted: admitted, first: first)
         }
     }
 }

@@ -121,4 +121,54 @@ struct DownloadTaskTests {
             session.finishTasksAndInvalidate()
         }
     }
+
+    /// A download with a kept-alive connection at hand is carried on that connection's event
+    /// loop without a task (the engine's `LoopTransfer`): suspend, resume and cancel with resume
+    /// data reach it there as they reach a run in a task.
+    @Test("on a kept-alive connection: suspend and resume continue with Range, and cancel produces resume data")
+    func onAKeptAliveConnection() async throws {
+        try await withServer { server in
+            let delegate = RecordingDelegate()
+            let dir = try makeTemporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let target = dir.appendingPathComponent("out.bin")
+            let session = Session(configuration: .default, delegate: delegate)
+            _ = try await session.download(for: Request(url: server.url("/bytes/10")))
+            _ = await delegate.nextCompletion()  // the delegate hears of that one too
+            #expect(server.totalConnections == 1)
+            delegate.moveDownloadTo = target
+
+            let size = 1 << 20  // the largest body written on the loop
+            let task = session.downloadTask(with: server.url("/bytes/\(size)?seed=41&drip=1000000"))
+            task.resume()
+            try await poll(until: "200,000 bytes of the download received", timeout: .seconds(30), observed: "\(task.countOfBytesReceived) bytes") {
+                task.countOfBytesReceived >= 200_000
+            }
+            #expect(server.totalConnections == 1, "it went over the kept-alive connection")
+            task.suspend()
+            #expect(task.state == .suspended)
+            try await Task.sleep(for: .milliseconds(100))
+            task.resume()
+            _ = await delegate.nextCompletion()
+            #expect(task.error == nil, "\(String(describing: task.error))")
+            #expect(try sha256Hex(ofFile: target) == TestContent.sha256Hex(count: size, seed: 41))
+            #expect(server.requests.filter { $0.header("Range") != nil }.count == 1)
+            try FileManager.default.removeItem(at: target)
+
+            let cancelled = session.downloadTask(with: server.url("/bytes/\(size)?seed=42&drip=1000000"))
+            cancelled.resume()
+            try await poll(until: "200,000 bytes of the second download received", timeout: .seconds(30), observed: "\(cancelled.countOfBytesReceived) bytes") {
+                cancelled.countOfBytesReceived >= 200_000
+            }
+            let resumeData = try #require(await cancelled.cancelByProducingResumeData())
+            #expect(cancelled.error?.code == .cancelled)
+            let heard = await delegate.nextCompletion()
+            #expect(heard??.code == .cancelled, "the delegate hears of the cancel first: \(String(describing: heard))")
+            session.downloadTask(withResumeData: resumeData).resume()
+            _ = await delegate.nextCompletion()
+            #expect(try sha256Hex(ofFile: target) == TestContent.sha256Hex(count: size, seed: 42))
+            #expect(server.requests.filter { $0.header("Range") != nil }.count == 2)
+            session.finishTasksAndInvalidate()
+        }
+    }
 }
