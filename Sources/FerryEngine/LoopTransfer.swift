@@ -24,10 +24,12 @@ import Synchronization
 package final class LoopTransfer: Sendable {
     fileprivate let engine: TransferEngine
     fileprivate let transfer: Transfer
-    fileprivate let file: URL
     fileprivate let turn: TransferTurn
     fileprivate let observer: any TransferObserver
     fileprivate let exchange: PlainExchange
+    /// The task's file, opened before the request goes out (one that cannot be opened is the
+    /// task path's to report); its handler's to write and close from then on.
+    fileprivate let output: OutputFile
     private let head: HTTPRequestHead
     /// Told once, then dropped: whoever it holds (the run's handle, which holds ``stop()``)
     /// must not keep this transfer alive after its end.
@@ -36,12 +38,12 @@ package final class LoopTransfer: Sendable {
     private let stopped = Atomic<Bool>(false)
 
     fileprivate init(
-        engine: TransferEngine, transfer: Transfer, file: URL, turn: TransferTurn, observer: any TransferObserver,
+        engine: TransferEngine, transfer: Transfer, output: OutputFile, turn: TransferTurn, observer: any TransferObserver,
         connection: PlainConnection, head: HTTPRequestHead, ended: @escaping @Sendable (LoopOutcome) -> Void
     ) {
         self.engine = engine
         self.transfer = transfer
-        self.file = file
+        self.output = output
         self.turn = turn
         self.observer = observer
         self.exchange = PlainExchange(connection: connection)
@@ -56,7 +58,10 @@ package final class LoopTransfer: Sendable {
     package func begin() {
         turn.watch.stop(with: { [weak self] in self?.stop() })
         // Stopped before it began (the run's handle was stopped already): the connection closed.
-        guard !isStopped else { return finish(.stopped(stopError)) }
+        guard !isStopped else {
+            output.close()
+            return finish(.stopped(stopError))
+        }
         var transaction = TransactionMetrics(request: transfer.request, isProxyConnection: false)
         transaction.requestStartDate = transaction.fetchStartDate
         transaction.connection = exchange.connection.use(reused: true)
@@ -80,9 +85,13 @@ package final class LoopTransfer: Sendable {
 
     fileprivate var stopError: FerryError { turn.watch.timedOut ?? FerryError.from(CancellationError(), url: url) }
 
-    /// Tells the outcome; an end here gives the host's slot back and ends the watch, a
-    /// hand-over leaves both to the task's run.
+    /// Tells the outcome, once (a second call does nothing); an end here gives the host's slot
+    /// back and ends the watch, a hand-over leaves both to the task's run.
     fileprivate func finish(_ outcome: LoopOutcome) {
+        guard let ended = ended.withLock({ ended in
+            defer { ended = nil }
+            return ended
+        }) else { return }
         switch outcome {
         case .finished, .stopped:
             engine.limiter.release(host: turn.host)
@@ -90,10 +99,7 @@ package final class LoopTransfer: Sendable {
         case .continueInTask:
             break
         }
-        ended.withLock { ended in
-            defer { ended = nil }
-            return ended
-        }?(outcome)
+        ended(outcome)
     }
 
     /// The largest body written on the loop. A larger one, or one of unknown length, goes on in
@@ -141,6 +147,7 @@ package struct FirstRequest: Sendable {
 private final class LoopDownload: PlainResponseReceiver {
     private let transfer: LoopTransfer
     private var transaction: TransactionMetrics
+    /// The file, once the body is taken here.
     private var output: OutputFile?
     private var response: Response?
     private var validator: String?
@@ -154,6 +161,11 @@ private final class LoopDownload: PlainResponseReceiver {
     }
 
     func receive(head: HTTPResponseHead) -> PlainHeadDecision {
+        // Stopped as the head came: the exchange has failed, and its close is on its way.
+        guard !transfer.isStopped else {
+            stopped()
+            return .abandon(CancellationError())
+        }
         let response = Response(head, url: transfer.url)
         self.response = response
         transaction.responseStarted(response)
@@ -169,9 +181,9 @@ private final class LoopDownload: PlainResponseReceiver {
         case true?:
             break
         }
+        let file = transfer.output
+        output = file
         do {
-            let file = try OutputFile(url: transfer.file)
-            output = file
             try file.truncate(to: 0)  // a full body: the file starts over
         } catch {
             fail(error)
@@ -188,6 +200,7 @@ private final class LoopDownload: PlainResponseReceiver {
 
     /// The rest of the response goes to the task's run, which reads its body from the connection.
     private func handOver(_ head: HTTPResponseHead) -> PlainHeadDecision {
+        transfer.output.close()  // the task's `send` opens the file for itself
         let body = HTTPClientResponse(
             version: head.version, status: head.status, headers: head.headers, body: .stream(PlainResponseBody(exchange: transfer.exchange)))
         let connection = transaction.connection ?? transfer.exchange.connection.use(reused: true)
@@ -196,6 +209,10 @@ private final class LoopDownload: PlainResponseReceiver {
     }
 
     func receive(body: ByteBuffer) throws {
+        guard !transfer.isStopped else {
+            stopped()
+            throw CancellationError()
+        }
         do {
             try output?.append(body)
         } catch {
@@ -212,7 +229,7 @@ private final class LoopDownload: PlainResponseReceiver {
         }
         transfer.progress.didWrite(0, final: true)
         let size = output?.size ?? received
-        output?.close()
+        transfer.output.close()
         transaction.countOfResponseBodyBytesReceived = size
         report()
         let result = TransferResult(
@@ -222,14 +239,19 @@ private final class LoopDownload: PlainResponseReceiver {
 
     func exchangeFailed(_ error: any Error) {
         guard transfer.isStopped else { return fail(error) }
-        output?.close()
+        stopped()
+    }
+
+    /// Stopped (a cancel, a suspend, a time-out): the run ends with the stop's error.
+    private func stopped() {
+        transfer.output.close()
         report()
         transfer.finish(.stopped(transfer.stopError))
     }
 
     /// The request failed: the task's run decides with the retry rules, as for a failure there.
     private func fail(_ error: any Error) {
-        output?.close()
+        transfer.output.close()
         var mapped = FerryError.from(error, url: transfer.url)
         if declared >= 0, received < declared, mapped.code == .networkConnectionLost || mapped.code == .badServerResponse || mapped.code == .unknown {
             mapped = FerryError(.networkConnectionLost, "the connection closed after \(received) of \(declared) bytes", url: transfer.url, underlying: error)
@@ -259,9 +281,13 @@ extension TransferEngine {
             request.url.scheme?.lowercased() == "http", case .file(let file, nil) = transfer.destination, transfer.proxies?.server(for: request.url) == nil,
             let outgoing = try? makeClientRequest(request, upload: nil, for: transfer, progress: turn.watch.progress),
             let plain = PlainRequest(outgoing, proxied: false),
-            let connection = plainConnections.idleConnection(to: plain.origin)
+            let output = try? OutputFile(url: file)
         else { return nil }
+        guard let connection = plainConnections.idleConnection(to: plain.origin) else {
+            output.close()
+            return nil
+        }
         return LoopTransfer(
-            engine: self, transfer: transfer, file: file, turn: turn, observer: observer, connection: connection, head: plain.head, ended: ended)
+            engine: self, transfer: transfer, output: output, turn: turn, observer: observer, connection: connection, head: plain.head, ended: ended)
     }
 }

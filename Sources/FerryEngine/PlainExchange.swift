@@ -272,11 +272,15 @@ final class PlainConnectionHandler: ChannelDuplexHandler {
         case .head(let head):
             keepAlive = keepAlive && head.isKeepAlive
             if let receiver {
+                // Not ours while it decides: what it does (dropping a handed-over response
+                // closes the connection) may come back here, and must not reach it again.
+                self.receiver = nil
                 switch receiver.receive(head: head) {
-                case .takeBody: return
-                case .handOver: self.receiver = nil
+                case .takeBody:
+                    self.receiver = receiver
+                    return
+                case .handOver: break
                 case .abandon(let error):
-                    self.receiver = nil
                     self.exchange = nil
                     return exchange.fail(error)
                 }

@@ -49,7 +49,9 @@ extension TransferEngine {
         progress: TransferProgress
     ) async throws -> Step {
         progress.touch()
-        var transaction = TransactionMetrics(request: request, isProxyConnection: state.transfer.proxies?.server(for: request.url) != nil)
+        // Sent on its connection's loop, and its head came (LoopTransfer): go on from there.
+        let carried = state.takeFirstResponse()
+        var transaction = carried?.2 ?? TransactionMetrics(request: request, isProxyConnection: state.transfer.proxies?.server(for: request.url) != nil)
         defer {
             // Every way out of this request: the response's end, a redirect, a retry, an error.
             if transaction.responseEndDate == nil { transaction.responseEndDate = Date() }
@@ -72,9 +74,8 @@ extension TransferEngine {
         state.requestCount += 1
         state.responseHeadArrived = false
         let (clientResponse, connection): (HTTPClientResponse, ConnectionUse?)
-        if let (response, used, sent) = state.takeFirstResponse() {
-            // Sent on its connection's loop, and its head came (LoopTransfer): go on from there.
-            (clientResponse, connection, transaction) = (response, used, sent)
+        if let (response, used, _) = carried {
+            (clientResponse, connection) = (response, used)
         } else {
             logger.debug("request", metadata: ["method": "\(request.method)", "url": "\(request.url.redactedForLogs)"])
             transaction.requestStartDate = Date()
@@ -94,7 +95,7 @@ extension TransferEngine {
             transaction.countOfRequestBodyBytesSent = Int64(request.body?.count ?? 0)
         }
         let response = Response(clientResponse, url: request.url)
-        transaction.responseStarted(response)
+        if carried == nil { transaction.responseStarted(response) }  // a carried one was timed as its head came
         if request.handlesCookies { state.transfer.cookies?.storeCookies(from: response.headers, for: request.url) }
 
         // Asked to continue a download but the range no longer fits: fetch it whole.

@@ -177,8 +177,64 @@ struct LoopTransferTests {
             let done = try result.get()
             #expect(done.response.statusCode == 200 && done.bytesReceived == 10 && done.requestCount == 2)
             #expect(server.requests.map(\.path) == ["/redirect/1", "/bytes/10"])
+            #expect(engine.limiter.active(host: "127.0.0.1") == 0, "the slot the task took over went back once")
             #expect(observer.transactions.count == 2 && observer.transactions.first?.response?.statusCode == 302)
             #expect(observer.responses == [200], "the final response, once")
+        }
+    }
+
+    @Test("stopped before it began (its run's handle was stopped already): it ends as cancelled, nothing is sent, the slot goes back")
+    func stoppedBeforeItBegan() async throws {
+        try await withKeptConnection { server, engine, file in
+            let (path, result) = try await runLikeASession(engine, download(server, "/bytes/10", into: file)) { loop in loop.stop() }
+            #expect(path == .stoppedOnLoop)
+            guard case .failure(let error) = result else {
+                Issue.record("stopped, yet \(result)")
+                return
+            }
+            #expect(error.code == .cancelled)
+            #expect(server.requests.isEmpty && engine.limiter.active(host: "127.0.0.1") == 0)
+        }
+    }
+
+    @Test("a disk that fills mid-body: the task's rules decide, and the error says so; a file that cannot be opened leaves the transfer to the task")
+    func fileErrors() async throws {
+        try await withKeptConnection { server, engine, _ in
+            // /dev/full opens and takes no byte: every write fails with ENOSPC.
+            let full = URL(fileURLWithPath: "/dev/full")
+            let (path, result) = try await runLikeASession(engine, download(server, "/bytes/50000", into: full))
+            #expect(path == .handedOverWithFailure)
+            guard case .failure(let error) = result else {
+                Issue.record("the disk was full, yet \(result)")
+                return
+            }
+            #expect(error.code == .cannotWriteToFile && error.message.contains("the disk is full"), "\(error)")
+            #expect(engine.limiter.active(host: "127.0.0.1") == 0)
+
+            try await warm(engine, server)
+            let nowhere = URL(fileURLWithPath: "/nonexistent-\(UUID().uuidString)/out.bin")
+            let (unopened, failure) = try await runLikeASession(engine, download(server, "/bytes/10", into: nowhere))
+            #expect(unopened == .notOnLoop)
+            guard case .failure(let cannotCreate) = failure else {
+                Issue.record("no folder, yet \(failure)")
+                return
+            }
+            #expect(cannotCreate.code == .cannotWriteToFile)
+            #expect(server.requests.isEmpty, "nothing sent for a file that cannot be made")
+        }
+    }
+
+    @Test("a response that closes its connection ends on the loop too; the next transfer opens another")
+    func connectionClose() async throws {
+        try await withKeptConnection { server, engine, file in
+            var transfer = download(server, "/bytes/100", into: file)
+            transfer.request.headers["Connection"] = "close"
+            let (path, result) = try await runLikeASession(engine, transfer)
+            let bytes = try result.get().bytesReceived
+            #expect(path == .finishedOnLoop && bytes == 100)
+            let (next, nextResult) = try await runLikeASession(engine, download(server, "/bytes/10", into: file))
+            let nextBytes = try nextResult.get().bytesReceived
+            #expect(next == .notOnLoop && nextBytes == 10, "no idle connection was left")
         }
     }
 

@@ -107,6 +107,25 @@ struct CookieTests {
         #expect(HTTPCookieStorage(file: { file }).cookies == nil, "a damaged file is read as empty, not a crash")
     }
 
+    @Test("cookies changed from many threads at once: the file ends with the newest of them, written outside the cookies' lock")
+    func concurrentChangesOnDisk() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-cookies-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("cookies/app.json")
+        let url = URL(string: "https://example.com/")!
+        let storage = HTTPCookieStorage(file: { file })
+        await withTaskGroup(of: Void.self) { group in
+            for i in 0..<40 {  // under the 50 a domain may keep
+                group.addTask {
+                    storage.setCookies(HTTPCookie.cookies(withResponseHeaderFields: ["Set-Cookie": "c\(i)=\(i); Max-Age=3600"], for: url), for: url, mainDocumentURL: nil)
+                    _ = storage.cookies(for: url)
+                }
+            }
+        }
+        #expect(storage.cookies?.count == 40)
+        #expect(HTTPCookieStorage(file: { file }).cookies?.count == 40, "a write of fewer cookies did not land after the last")
+    }
+
     @Test("sessions send and store cookies: a redirect's Set-Cookie reaches the next hop; ephemeral sessions share nothing; the switches")
     func sessions() async throws {
         try await withServer { server in

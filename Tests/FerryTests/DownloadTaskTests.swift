@@ -1,6 +1,7 @@
 import Ferry
 import FerryTestSupport
 import Foundation
+import Logging
 import Testing
 
 @Suite("Download tasks: files, progress, pause and resume")
@@ -132,7 +133,10 @@ struct DownloadTaskTests {
             let dir = try makeTemporaryDirectory()
             defer { try? FileManager.default.removeItem(at: dir) }
             let target = dir.appendingPathComponent("out.bin")
-            let session = Session(configuration: .default, delegate: delegate)
+            // The engine logs each request it sends, and where ("on": "loop" for these).
+            let records = RecordingLogHandler.Records()
+            let logger = Logger(label: "test.session") { _ in RecordingLogHandler(records, level: .debug) }
+            let session = Session(configuration: .default, delegate: delegate, logger: logger)
             _ = try await session.download(for: Request(url: server.url("/bytes/10")))
             _ = await delegate.nextCompletion()  // the delegate hears of that one too
             #expect(server.totalConnections == 1)
@@ -144,7 +148,8 @@ struct DownloadTaskTests {
             try await poll(until: "200,000 bytes of the download received", timeout: .seconds(30), observed: "\(task.countOfBytesReceived) bytes") {
                 task.countOfBytesReceived >= 200_000
             }
-            #expect(server.totalConnections == 1, "it went over the kept-alive connection")
+            let onLoop = { records.messages.filter { $0.message == "request" && $0.metadata["on"] == "loop" }.count }
+            #expect(onLoop() == 1, "sent on the kept-alive connection's loop")
             task.suspend()
             #expect(task.state == .suspended)
             try await Task.sleep(for: .milliseconds(100))
@@ -160,6 +165,7 @@ struct DownloadTaskTests {
             try await poll(until: "200,000 bytes of the second download received", timeout: .seconds(30), observed: "\(cancelled.countOfBytesReceived) bytes") {
                 cancelled.countOfBytesReceived >= 200_000
             }
+            #expect(onLoop() == 2, "the resumed one was not (it asks with Range); this one was")
             let resumeData = try #require(await cancelled.cancelByProducingResumeData())
             #expect(cancelled.error?.code == .cancelled)
             let heard = await delegate.nextCompletion()

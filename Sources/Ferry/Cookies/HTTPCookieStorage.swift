@@ -31,6 +31,8 @@ public final class HTTPCookieStorage: Sendable {
         var cookies: [Key: HTTPCookie] = [:]
         var loaded = false
         var acceptPolicy = HTTPCookie.AcceptPolicy.always
+        /// Counts the changes of the lasting cookies, so that the newest is the one written.
+        var version = 0
     }
     /// A cookie's identity: a new one with the same replaces it.
     private struct Key: Hashable {
@@ -40,6 +42,8 @@ public final class HTTPCookieStorage: Sendable {
         init(_ cookie: HTTPCookie) { (name, domain, path) = (cookie.name, cookie.domain, cookie.path) }
     }
     private let state = Mutex(State())
+    /// The version of the cookies last written to the file; held while one is written.
+    private let written = Mutex(0)
     /// Where the cookies are kept across launches; nil: in memory only.
     private let place: FoundOnce<URL?>
 
@@ -201,14 +205,26 @@ public final class HTTPCookieStorage: Sendable {
         }
     }
 
-    /// Changes the cookies and writes the lasting ones back to the file, under the lock.
+    /// Changes the cookies and writes the lasting ones back to the file. The file is written
+    /// outside the cookies' lock: a request reading its `Cookie` header (on a connection's event
+    /// loop, for a transfer carried there) never waits for the disk. Writes go one at a time,
+    /// and one older than what the file already holds is skipped.
     private func change(_ body: (inout State) -> Void) {
-        state.withLock { state in
+        let changed = state.withLock { state -> (version: Int, cookies: [Key: HTTPCookie])? in
             loadIfNeeded(&state)
             let before = Self.lasting(state.cookies)
             body(&state)
             // The file holds the cookies with an expiry date: only their change is written.
-            if Self.lasting(state.cookies) != before { save(state.cookies) }
+            let after = Self.lasting(state.cookies)
+            guard after != before else { return nil }
+            state.version += 1
+            return (state.version, after)
+        }
+        guard let changed else { return }
+        written.withLock { written in
+            guard changed.version > written else { return }
+            save(changed.cookies)
+            written = changed.version
         }
     }
 
