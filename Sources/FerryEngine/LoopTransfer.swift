@@ -118,7 +118,8 @@ package final class LoopTransfer: Sendable {
     }
 }
 
-/// How a ``LoopTransfer`` ended; told once, on the connection's loop.
+/// How a ``LoopTransfer`` ended; told once, on the connection's loop (on the caller's thread
+/// for one stopped before it began).
 package enum LoopOutcome: Sendable {
     /// The transfer ended there.
     case finished(TransferResult)
