@@ -1,6 +1,7 @@
 import Ferry
 import FerryTestSupport
 import Foundation
+import Synchronization
 import Logging
 import Testing
 
@@ -174,6 +175,54 @@ struct DownloadTaskTests {
             _ = await delegate.nextCompletion()
             #expect(try sha256Hex(ofFile: target) == TestContent.sha256Hex(count: size, seed: 42))
             #expect(server.requests.filter { $0.header("Range") != nil }.count == 2)
+            session.finishTasksAndInvalidate()
+        }
+    }
+
+    /// Cancels that come at any moment of downloads carried on their connections' loops:
+    /// before the request, with the head, mid-body, at the end. Each task completes once, the
+    /// ones that ran on carry the whole file, and the host's slots all come back.
+    @Test("cancels at any moment of downloads on kept-alive connections: each task completes once, and the host's slots come back")
+    func cancelsAtAnyMoment() async throws {
+        final class Outcomes: SessionDelegate, Sendable {
+            let seen = Mutex<(completions: [Int: [FerryError.Code?]], sizes: [Int: Int64])>(([:], [:]))
+            func session(_ session: Session, downloadTask: DownloadTask, didFinishDownloadingTo location: URL) async {
+                let size = (try? FileManager.default.attributesOfItem(atPath: location.path)[.size] as? Int64) ?? -1
+                seen.withLock { $0.sizes[downloadTask.taskIdentifier] = size }
+            }
+            func session(_ session: Session, task: SessionTask, didCompleteWithError error: FerryError?) async {
+                seen.withLock { $0.completions[task.taskIdentifier, default: []].append(error?.code) }
+            }
+        }
+        try await withServer { server in
+            let outcomes = Outcomes()
+            let session = Session(configuration: .ephemeral, delegate: outcomes)
+            _ = try await session.download(for: Request(url: server.url("/bytes/10")))
+            let size = 20_000
+            let tasks = (0..<120).map { i in session.downloadTask(with: server.url("/bytes/\(size)?seed=\(i)&drip=400000")) }
+            for task in tasks { task.resume() }
+            // Every other task is cancelled, at moments spread over the first 60 ms.
+            for (i, task) in tasks.enumerated() where i % 2 == 0 {
+                try await Task.sleep(for: .microseconds(i * 500))
+                task.cancel()
+            }
+            try await poll(until: "all 121 tasks completed", timeout: .seconds(60), observed: "\(outcomes.seen.withLock { $0.completions.count })") {
+                outcomes.seen.withLock { $0.completions.count } == 121
+            }
+            let seen = outcomes.seen.withLock { $0 }
+            #expect(seen.completions.values.allSatisfy { $0.count == 1 }, "each task completes once")
+            for (i, task) in tasks.enumerated() {
+                let ended = seen.completions[task.taskIdentifier]?.first ?? .some(.unknown)
+                if i % 2 == 1 {
+                    #expect(ended == nil && seen.sizes[task.taskIdentifier] == Int64(size), "task \(i) ran on: \(String(describing: ended))")
+                } else {
+                    // Cancelled, or ended just before the cancel came.
+                    #expect(ended == .cancelled || (ended == nil && seen.sizes[task.taskIdentifier] == Int64(size)), "task \(i): \(String(describing: ended))")
+                }
+            }
+            // A slot kept by a cancelled run would hold this one back (6 per host).
+            let (_, after) = try await session.download(for: Request(url: server.url("/bytes/10")))
+            #expect(after.statusCode == 200)
             session.finishTasksAndInvalidate()
         }
     }

@@ -27,18 +27,22 @@ struct NginxTests {
     @Test("a gzip-coded answer arrives decoded for data tasks (URLSession's spelling too); a download asks for the bytes as they are")
     func contentCoding() async throws {
         try await withNginx { nginx in
+            // A name of this run's: the shared session's cache is on disk, and an entry left by an
+            // earlier run whose nginx had the same port would be revalidated (a conditional request
+            // asks for the bytes as they are, and nginx does not code them).
+            let name = "notes-\(UUID().uuidString).txt"
             let folder = nginx.root.appendingPathComponent("gzip")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             let text = String(repeating: "Byte Club notes, shared by every member of the club.\n", count: 4000)
-            try Data(text.utf8).write(to: folder.appendingPathComponent("notes.txt"))
-            let url = URL(string: nginx.baseURL + "/gzip/notes.txt")!
+            try Data(text.utf8).write(to: folder.appendingPathComponent(name))
+            let url = URL(string: nginx.baseURL + "/gzip/" + name)!
 
             let (data, response) = try await Session.shared.data(for: Request(url: url))
             #expect(response.headers["Content-Encoding"] == "gzip", "nginx coded it")
             #expect(String(decoding: data, as: UTF8.self) == text, "decoded, whole")
             // nginx's access log: `$request $status "$http_range" "$http_if_range" $bytes_sent`.
             let log = try String(contentsOf: nginx.prefix.appendingPathComponent("logs/access.log"), encoding: .utf8)
-            let sent = log.split(separator: "\n").first { $0.hasPrefix("GET /gzip/notes.txt") }.flatMap { $0.split(separator: " ").last }.flatMap { Int($0) }
+            let sent = log.split(separator: "\n").first { $0.hasPrefix("GET /gzip/\(name)") }.flatMap { $0.split(separator: " ").last }.flatMap { Int($0) }
             #expect((sent ?? .max) < text.utf8.count / 10, "far fewer bytes went over the wire (\(sent ?? -1) of \(text.utf8.count))")
 
             let (spelled, _) = try await URLSession.shared.data(from: url)
