@@ -133,9 +133,9 @@ package enum LoopOutcome: Sendable {
 /// A transfer's first request, sent on its connection's loop, as the task that goes on finds it.
 package struct FirstRequest: Sendable {
     enum Outcome: Sendable {
-        /// The response's head came (its body is still to read from the connection), over
-        /// `connection`, timed so far by `transaction`.
-        case response(HTTPClientResponse, ConnectionUse, transaction: TransactionMetrics)
+        /// The response's head came (its body is still to read from the connection), timed so
+        /// far by `transaction`, which names the connection.
+        case response(HTTPClientResponse, transaction: TransactionMetrics)
         /// It failed (its metrics were reported); whether a response head had come, and the
         /// validator of what the file holds, for the retry rules.
         case failed(FerryError, responseArrived: Bool, validator: String?)
@@ -148,13 +148,10 @@ package struct FirstRequest: Sendable {
 private final class LoopDownload: PlainResponseReceiver {
     private let transfer: LoopTransfer
     private var transaction: TransactionMetrics
-    /// The file, once the body is taken here.
-    private var output: OutputFile?
     private var response: Response?
     private var validator: String?
-    /// The body's declared length (-1: none), and the bytes that came.
-    private var declared: Int64 = -1
-    private var received: Int64 = 0
+    /// Set once the body is taken here.
+    private var count: BodyCount?
 
     init(_ transfer: LoopTransfer, transaction: TransactionMetrics) {
         self.transfer = transfer
@@ -182,18 +179,14 @@ private final class LoopDownload: PlainResponseReceiver {
         case true?:
             break
         }
-        let file = transfer.output
-        output = file
         do {
-            try file.truncate(to: 0)  // a full body: the file starts over
+            try transfer.output.truncate(to: 0)  // a full body: the file starts over
         } catch {
             fail(error)
             return .abandon(error)
         }
         validator = TransferEngine.validator(of: response)
-        // 204, 304 and 1xx carry no body whatever Content-Length says (RFC 9110 §8.6).
-        let bodiless = response.statusCode == 204 || response.statusCode == 304 || (100..<200).contains(response.statusCode)
-        declared = bodiless ? -1 : response.expectedContentLength
+        count = BodyCount(response, method: "GET")
         transfer.observer.transferDidResume(atOffset: 0, expectedTotal: response.expectedContentLength)
         transfer.progress.startWriting(from: 0, expected: response.expectedContentLength)
         return .takeBody
@@ -204,8 +197,7 @@ private final class LoopDownload: PlainResponseReceiver {
         transfer.output.close()  // the task's `send` opens the file for itself
         let body = HTTPClientResponse(
             version: head.version, status: head.status, headers: head.headers, body: .stream(PlainResponseBody(exchange: transfer.exchange)))
-        let connection = transaction.connection ?? transfer.exchange.connection.use(reused: true)
-        transfer.finish(.continueInTask(FirstRequest(outcome: .response(body, connection, transaction: transaction))))
+        transfer.finish(.continueInTask(FirstRequest(outcome: .response(body, transaction: transaction))))
         return .handOver
     }
 
@@ -215,21 +207,19 @@ private final class LoopDownload: PlainResponseReceiver {
             throw CancellationError()
         }
         do {
-            try output?.append(body)
+            try transfer.output.append(body)
         } catch {
             fail(error)
             throw error
         }
-        received += Int64(body.readableBytes)
+        count?.received += Int64(body.readableBytes)
         transfer.progress.didWrite(body.readableBytes)
     }
 
     func responseEnded() {
-        if declared >= 0, received != declared {
-            return fail(FerryError(.networkConnectionLost, "the connection closed after \(received) of \(declared) bytes", url: transfer.url))
-        }
+        if let shortfall = count?.shortfall(url: transfer.url) { return fail(shortfall) }
         transfer.progress.didWrite(0, final: true)
-        let size = output?.size ?? received
+        let size = transfer.output.size
         transfer.output.close()
         transaction.countOfResponseBodyBytesReceived = size
         report()
@@ -253,10 +243,7 @@ private final class LoopDownload: PlainResponseReceiver {
     /// The request failed: the task's run decides with the retry rules, as for a failure there.
     private func fail(_ error: any Error) {
         transfer.output.close()
-        var mapped = FerryError.from(error, url: transfer.url)
-        if declared >= 0, received < declared, mapped.code == .networkConnectionLost || mapped.code == .badServerResponse || mapped.code == .unknown {
-            mapped = FerryError(.networkConnectionLost, "the connection closed after \(received) of \(declared) bytes", url: transfer.url, underlying: error)
-        }
+        let mapped = count?.failure(error, url: transfer.url) ?? FerryError.from(error, url: transfer.url)
         report()
         transfer.finish(.continueInTask(FirstRequest(outcome: .failed(mapped, responseArrived: response != nil, validator: validator))))
     }

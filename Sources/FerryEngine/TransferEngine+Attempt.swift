@@ -51,7 +51,7 @@ extension TransferEngine {
         progress.touch()
         // Sent on its connection's loop, and its head came (LoopTransfer): go on from there.
         let carried = state.takeFirstResponse()
-        var transaction = carried?.2 ?? TransactionMetrics(request: request, isProxyConnection: state.transfer.proxies?.server(for: request.url) != nil)
+        var transaction = carried?.transaction ?? TransactionMetrics(request: request, isProxyConnection: state.transfer.proxies?.server(for: request.url) != nil)
         defer {
             // Every way out of this request: the response's end, a redirect, a retry, an error.
             if transaction.responseEndDate == nil { transaction.responseEndDate = Date() }
@@ -74,8 +74,8 @@ extension TransferEngine {
         state.requestCount += 1
         state.responseHeadArrived = false
         let (clientResponse, connection): (HTTPClientResponse, ConnectionUse?)
-        if let (response, used, _) = carried {
-            (clientResponse, connection) = (response, used)
+        if let carried {
+            (clientResponse, connection) = (carried.response, carried.transaction.connection)
         } else {
             logger.debug("request", metadata: ["method": "\(request.method)", "url": "\(request.url.redactedForLogs)"])
             transaction.requestStartDate = Date()

@@ -49,15 +49,11 @@ extension TransferEngine {
         var contentDigest = StreamingDigest(algorithms: contentAlgorithms)
 
         var kept = ByteBuffer()
-        var received: Int64 = 0
-        // HEAD, 204 and 304 carry no body whatever Content-Length says (RFC 9110 §8.6).
-        let bodiless = state.request.method.uppercased() == "HEAD" || response.statusCode == 204 || response.statusCode == 304
-            || (100..<200).contains(response.statusCode)
-        let declared = bodiless || response.isContentCoded ? -1 : response.expectedContentLength
-        let decoder = bodiless ? nil : try ContentDecoder(contentEncoding: response.headers["Content-Encoding"], url: url)
+        var count = BodyCount(response, method: state.request.method)
+        let decoder = count.hasNoBody ? nil : try ContentDecoder(contentEncoding: response.headers["Content-Encoding"], url: url)
         do {
             for try await arrived in clientResponse.body {
-                received += Int64(arrived.readableBytes)
+                count.received += Int64(arrived.readableBytes)
                 let chunk = try decoder?.decode(arrived) ?? arrived
                 if chunk.readableBytes == 0 { continue }  // a coded chunk that decoded to nothing yet
                 wholeDigest.update(chunk)
@@ -81,15 +77,9 @@ extension TransferEngine {
             }
             try decoder?.finish()
         } catch {
-            var mapped = FerryError.from(error, url: url)
-            if declared >= 0, received < declared, mapped.code == .networkConnectionLost || mapped.code == .badServerResponse || mapped.code == .unknown {
-                mapped = FerryError(.networkConnectionLost, "the connection closed after \(received) of \(declared) bytes", url: url, underlying: error)
-            }
-            throw mapped
+            throw count.failure(error, url: url)
         }
-        if declared >= 0, received != declared {
-            throw FerryError(.networkConnectionLost, "the connection closed after \(received) of \(declared) bytes", url: url)
-        }
+        if let shortfall = count.shortfall(url: url) { throw shortfall }
         progress.didWrite(0, final: true)
 
         try StreamingDigest.verify(check.content, against: contentDigest.finalize(), url: url)
@@ -112,7 +102,7 @@ extension TransferEngine {
         return TransferResult(
             response: response,
             body: body,
-            bytesReceived: output?.size ?? received,
+            bytesReceived: output?.size ?? count.received,
             bytesSent: sent,
             validator: state.validator,
             requestCount: state.requestCount)
@@ -122,6 +112,38 @@ extension TransferEngine {
     static func validator(of response: Response) -> String? {
         if let etag = response.etag, !etag.hasPrefix("W/") { return etag }
         return response.lastModified
+    }
+}
+
+/// A response body's declared length against the bytes that came, which tells a body cut
+/// short; for the engine's body reader and for one on a connection's loop (``LoopTransfer``).
+struct BodyCount {
+    /// No body by the rules: HEAD, 204, 304 and 1xx carry none whatever Content-Length says
+    /// (RFC 9110 §8.6).
+    let hasNoBody: Bool
+    /// `Content-Length`, or -1 when it says nothing of the bytes that come (no body, a coded body, none sent).
+    let declared: Int64
+    /// The bytes that came (before any decoding).
+    var received: Int64 = 0
+
+    init(_ response: Response, method: String) {
+        hasNoBody = method.uppercased() == "HEAD" || response.statusCode == 204 || response.statusCode == 304
+            || (100..<200).contains(response.statusCode)
+        declared = hasNoBody || response.isContentCoded ? -1 : response.expectedContentLength
+    }
+
+    /// The error of a body that ended with fewer or more bytes than declared; nil when whole.
+    func shortfall(url: URL) -> FerryError? {
+        guard declared >= 0, received != declared else { return nil }
+        return FerryError(.networkConnectionLost, "the connection closed after \(received) of \(declared) bytes", url: url)
+    }
+
+    /// `error`, which ended the body, as the transfer's: a connection lost before the declared
+    /// length says how far it got.
+    func failure(_ error: any Error, url: URL) -> FerryError {
+        let mapped = FerryError.from(error, url: url)
+        guard declared >= 0, received < declared, [.networkConnectionLost, .badServerResponse, .unknown].contains(mapped.code) else { return mapped }
+        return FerryError(.networkConnectionLost, "the connection closed after \(received) of \(declared) bytes", url: url, underlying: error)
     }
 }
 

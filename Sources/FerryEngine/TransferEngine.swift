@@ -338,10 +338,10 @@ struct AttemptState {
     }
 
     /// The first request's response, whose head came on its loop, for `send` to go on with.
-    mutating func takeFirstResponse() -> (HTTPClientResponse, ConnectionUse, TransactionMetrics)? {
-        guard case .response(let response, let connection, let transaction)? = first?.outcome else { return nil }
+    mutating func takeFirstResponse() -> (response: HTTPClientResponse, transaction: TransactionMetrics)? {
+        guard case .response(let response, let transaction)? = first?.outcome else { return nil }
         first = nil
-        return (response, connection, transaction)
+        return (response, transaction)
     }
 
     init(transfer: Transfer, resendsWhenClosedBeforeResponse: Bool = true) {

@@ -81,6 +81,11 @@ struct LoopTransferTests {
         return policy
     }()
 
+    /// The error a run ended with; nil when it succeeded.
+    func failure(of result: Result<TransferResult, FerryError>) -> FerryError? {
+        if case .failure(let error) = result { error } else { nil }
+    }
+
     func download(_ server: TestHTTPServer, _ path: String, into file: URL, retry: RetryPolicy = .none) -> Transfer {
         Transfer(request: Request(url: url(server, path)), destination: .file(file, resume: nil), retry: retry)
     }
@@ -188,10 +193,7 @@ struct LoopTransferTests {
         try await withKeptConnection { server, engine, file in
             let (path, result) = try await runLikeASession(engine, download(server, "/bytes/10", into: file)) { loop in loop.stop() }
             #expect(path == .stoppedOnLoop)
-            guard case .failure(let error) = result else {
-                Issue.record("stopped, yet \(result)")
-                return
-            }
+            let error = try #require(failure(of: result), "stopped, yet it succeeded")
             #expect(error.code == .cancelled)
             #expect(server.requests.isEmpty && engine.limiter.active(host: "127.0.0.1") == 0)
         }
@@ -204,21 +206,15 @@ struct LoopTransferTests {
             let full = URL(fileURLWithPath: "/dev/full")
             let (path, result) = try await runLikeASession(engine, download(server, "/bytes/50000", into: full))
             #expect(path == .handedOverWithFailure)
-            guard case .failure(let error) = result else {
-                Issue.record("the disk was full, yet \(result)")
-                return
-            }
+            let error = try #require(failure(of: result), "the disk was full, yet it succeeded")
             #expect(error.code == .cannotWriteToFile && error.message.contains("the disk is full"), "\(error)")
             #expect(engine.limiter.active(host: "127.0.0.1") == 0)
 
             try await warm(engine, server)
             let nowhere = URL(fileURLWithPath: "/nonexistent-\(UUID().uuidString)/out.bin")
-            let (unopened, failure) = try await runLikeASession(engine, download(server, "/bytes/10", into: nowhere))
+            let (unopened, unopenedResult) = try await runLikeASession(engine, download(server, "/bytes/10", into: nowhere))
             #expect(unopened == .notOnLoop)
-            guard case .failure(let cannotCreate) = failure else {
-                Issue.record("no folder, yet \(failure)")
-                return
-            }
+            let cannotCreate = try #require(failure(of: unopenedResult), "no folder, yet it succeeded")
             #expect(cannotCreate.code == .cannotWriteToFile)
             #expect(server.requests.isEmpty, "nothing sent for a file that cannot be made")
         }
@@ -299,10 +295,7 @@ struct LoopTransferTests {
             let refusing = AtOnceObserver(answer: false)
             let (refused, refusal) = try await runLikeASession(engine, download(server, "/bytes/20", into: file), observer: refusing)
             #expect(refused == .handedOverWithFailure)
-            guard case .failure(let error) = refusal else {
-                Issue.record("refused, yet \(refusal)")
-                return
-            }
+            let error = try #require(failure(of: refusal), "refused, yet it succeeded")
             #expect(error.code == .cancelledByDelegate)
         }
     }
@@ -318,10 +311,7 @@ struct LoopTransferTests {
                 }
             }
             #expect(path == .stoppedOnLoop)
-            guard case .failure(let error) = result else {
-                Issue.record("stopped, yet \(result)")
-                return
-            }
+            let error = try #require(failure(of: result), "stopped, yet it succeeded")
             #expect(error.code == .cancelled)
             #expect(engine.limiter.active(host: "127.0.0.1") == 0)
 
@@ -330,10 +320,7 @@ struct LoopTransferTests {
             impatient.idleTimeout = 0.4
             let (timedOutPath, timedOut) = try await runLikeASession(engine, impatient)
             #expect(timedOutPath == .stoppedOnLoop)
-            guard case .failure(let timeOut) = timedOut else {
-                Issue.record("stalled, yet \(timedOut)")
-                return
-            }
+            let timeOut = try #require(failure(of: timedOut), "stalled, yet it succeeded")
             #expect(timeOut.code == .timedOut)
             #expect(engine.limiter.active(host: "127.0.0.1") == 0)
         }
