@@ -20,13 +20,14 @@
 ///
 /// - Parameters:
 ///   - what: What is awaited, as the failure should say it.
-///   - timeout: How long to wait at most.
+///   - timeout: How long to wait at most. 30 s unless told: at the start of the parallel
+///     test round 500 tests share two cores, and a 20 ms sleep has been seen to last 2 s.
 ///   - interval: How long to sleep between checks.
 ///   - observed: A description of the state when time ran out, evaluated only then.
 ///   - condition: Whether what is awaited has happened.
 public func poll(
     until what: String,
-    timeout: Duration = .seconds(10),
+    timeout: Duration = .seconds(30),
     every interval: Duration = .milliseconds(20),
     observed: @autoclosure () -> String = "",
     isolation: isolated (any Actor)? = #isolation,
@@ -53,7 +54,7 @@ public func poll(
 /// ```
 public func eventually<T>(
     _ what: String,
-    timeout: Duration = .seconds(10),
+    timeout: Duration = .seconds(30),
     every interval: Duration = .milliseconds(20),
     observed: @autoclosure () -> String = "",
     isolation: isolated (any Actor)? = #isolation,
