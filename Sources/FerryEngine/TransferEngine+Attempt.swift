@@ -184,10 +184,10 @@ extension TransferEngine {
         // Data and upload answers may come gzip or deflate coded, and are decoded as they
         // arrive (ContentDecoder), as URLSession's; a download asks for the bytes as they are,
         // so that its offsets, validators and digests stay those of the file (docs/porting.md).
-        // HEAD and conditional requests too: their answers have no body to decode.
-        let bodiless = request.method.uppercased() == "HEAD" || request.headers["If-None-Match"] != nil || request.headers["If-Modified-Since"] != nil
+        // HEAD too: its answer has no body. A conditional request (a cache's revalidation) asks
+        // for coding like any other: a 304 has no body, but a 200 brings the changed resource.
         if !outgoing.headers.contains(name: "Accept-Encoding") {
-            let asSent: Bool = if case .file = transfer.destination { true } else { bodiless }
+            let asSent: Bool = if case .file = transfer.destination { true } else { request.method.uppercased() == "HEAD" }
             outgoing.headers.add(name: "Accept-Encoding", value: asSent ? "identity" : "gzip, deflate")
         }
         if let upload {

@@ -28,8 +28,7 @@ struct NginxTests {
     func contentCoding() async throws {
         try await withNginx { nginx in
             // A name of this run's: the shared session's cache is on disk, and an entry left by an
-            // earlier run whose nginx had the same port would be revalidated (a conditional request
-            // asks for the bytes as they are, and nginx does not code them).
+            // earlier run whose nginx had the same port would be revalidated.
             let name = "notes-\(UUID().uuidString).txt"
             let folder = nginx.root.appendingPathComponent("gzip")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -52,6 +51,41 @@ struct NginxTests {
             defer { try? FileManager.default.removeItem(at: file) }
             #expect(downloaded.headers["Content-Encoding"] == nil, "a download asked for identity")
             #expect(try Data(contentsOf: file) == Data(text.utf8))
+        }
+    }
+
+    @Test("a cache's revalidation asks for coding too: a 304 keeps the stored body, a changed file comes gzip-coded and decoded")
+    func revalidationIsCoded() async throws {
+        try await withNginx { nginx in
+            let folder = nginx.root.appendingPathComponent("gzip")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            let file = folder.appendingPathComponent("minutes.txt")
+            let first = String(repeating: "Minutes of the club's first meeting.\n", count: 2000)
+            let second = String(repeating: "Minutes of the club's second meeting, longer.\n", count: 2000)
+            try Data(first.utf8).write(to: file)
+            var configuration = Configuration.ephemeral
+            configuration.urlCache = URLCache(memoryCapacity: 16 << 20, diskCapacity: 0)
+            let session = Session(configuration: configuration)
+            defer { session.invalidateAndCancel() }
+            // Revalidated every time: nginx's answer has validators and no lifetime of its own.
+            var request = Request(url: URL(string: nginx.baseURL + "/gzip/minutes.txt")!)
+            request.cacheUse = .reloadRevalidatingCacheData
+
+            let (stored, _) = try await session.data(for: request)
+            #expect(String(decoding: stored, as: UTF8.self) == first)
+            let (again, notModified) = try await session.data(for: request)
+            #expect(String(decoding: again, as: UTF8.self) == first, "the stored body, decoded")
+            #expect(notModified.statusCode == 200, "a 304 is answered with the stored response")
+
+            try Data(second.utf8).write(to: file)
+            let (changed, response) = try await session.data(for: request)
+            #expect(String(decoding: changed, as: UTF8.self) == second, "the changed file, decoded")
+            #expect(response.headers["Content-Encoding"] == "gzip")
+            // nginx's access log: `$request $status "$http_range" "$http_if_range" $bytes_sent`.
+            let lines = nginx.accessLog().filter { $0.hasPrefix("GET /gzip/minutes.txt") }
+            #expect(lines.map { $0.split(separator: " ")[3] } == ["200", "304", "200"], "\(lines)")
+            let sent = lines.last.flatMap { $0.split(separator: " ").last }.flatMap { Int($0) }
+            #expect((sent ?? .max) < second.utf8.count / 10, "the changed file went over the wire coded (\(sent ?? -1) of \(second.utf8.count) bytes)")
         }
     }
 
