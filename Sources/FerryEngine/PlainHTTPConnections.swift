@@ -97,10 +97,17 @@ final class PlainHTTPConnections: Sendable {
         let handlerSettings = PlainConnectionHandler.Settings(idleTimeout: idleTimeout) { [weak self] channel in
             self?.withdrawIdle(channel, from: origin) ?? true
         }
-        let connectStart = Date()
-        let (channel, handler) = try await open(origin, settings: handlerSettings)
-        let connection = PlainConnection(channel: channel, handler: handler, origin: origin, pool: self,
-                                         connectStart: connectStart, connectEnd: max(connectStart, Date()))
+        let opening = Date()
+        let loop = group.next()
+        let lookup = TimedNameLookup(loop: loop)
+        let (channel, handler) = try await open(origin, on: loop, lookup: lookup, settings: handlerSettings)
+        let connected = Date()
+        // The platform's steps: the name's lookup (none for an address), then the connect.
+        let looked = lookup.interval
+        let times = ConnectionTimes(
+            domainLookupStart: looked?.start, domainLookupEnd: looked?.end,
+            connectStart: min(looked?.end ?? opening, connected), connectEnd: max(opening, connected))
+        let connection = PlainConnection(channel: channel, handler: handler, origin: origin, pool: self, times: times)
         let shutDown = state.withLockedValue { state in
             state.open[ObjectIdentifier(connection)] = connection
             return state.closed
@@ -113,12 +120,13 @@ final class PlainHTTPConnections: Sendable {
     /// Opens a connection to `origin`. Cancelling the calling task gives up at once, as
     /// AsyncHTTPClient did for a request waiting for its connection (NIO's connect runs to its
     /// own time-out otherwise); a connection that opens after that is closed.
-    private func open(_ origin: Origin, settings: PlainConnectionHandler.Settings) async throws
+    private func open(_ origin: Origin, on loop: any EventLoop, lookup: TimedNameLookup, settings: PlainConnectionHandler.Settings) async throws
         -> (any Channel, NIOLoopBound<PlainConnectionHandler>)
     {
         let made = NIOLockedValueBox<NIOLoopBound<PlainConnectionHandler>?>(nil)
-        let connecting = ClientBootstrap(group: group)
+        let connecting = ClientBootstrap(group: loop)
             .connectTimeout(connectTimeout)
+            .resolver(lookup)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let handler = PlainConnectionHandler(settings: settings)
@@ -230,25 +238,22 @@ final class PlainConnection: Sendable {
     let origin: PlainHTTPConnections.Origin
     private let handler: NIOLoopBound<PlainConnectionHandler>
     private let pool: PlainHTTPConnections
-    /// When opening it began and ended.
-    private let connectStart: Date
-    private let connectEnd: Date
+    /// How it was opened: told in the metrics of its first request only.
+    private let times: ConnectionTimes
 
     init(channel: any Channel, handler: NIOLoopBound<PlainConnectionHandler>, origin: PlainHTTPConnections.Origin,
-         pool: PlainHTTPConnections, connectStart: Date, connectEnd: Date) {
+         pool: PlainHTTPConnections, times: ConnectionTimes) {
         self.channel = channel
         self.handler = handler
         self.origin = origin
         self.pool = pool
-        self.connectStart = connectStart
-        self.connectEnd = connectEnd
+        self.times = times
     }
 
     /// What a request's metrics say of this connection.
     func use(reused: Bool) -> ConnectionUse {
         ConnectionUse(
-            isReused: reused,
-            connectStartDate: reused ? nil : connectStart, connectEndDate: reused ? nil : connectEnd,
+            isReused: reused, times: reused ? nil : times,
             localAddress: channel.localAddress?.ipAddress, localPort: channel.localAddress?.port,
             remoteAddress: channel.remoteAddress?.ipAddress, remotePort: channel.remoteAddress?.port)
     }

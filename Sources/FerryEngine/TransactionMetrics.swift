@@ -52,16 +52,30 @@ public struct TransactionMetrics: Sendable {
     }
 }
 
-/// The connection one request went over: new or kept alive, when it was opened, and its ends.
+/// The connection one request went over: new or kept alive, how it was opened, and its ends.
 public struct ConnectionUse: Sendable, Hashable {
     /// It had carried an earlier request (kept alive) and was taken from the pool.
     public var isReused: Bool
-    /// When opening it began and ended (name lookup included: the two are one step here);
-    /// nil for a reused connection, as URLSession reports them.
-    public var connectStartDate: Date?
-    public var connectEndDate: Date?
+    /// How it was opened; nil for a reused connection, whose dates URLSession reports as nil.
+    public var times: ConnectionTimes?
     public var localAddress: String?
     public var localPort: Int?
     public var remoteAddress: String?
     public var remotePort: Int?
+
+    /// When the host's name lookup began and ended: nil when the host is an address.
+    public var domainLookupStartDate: Date? { times?.domainLookupStart }
+    public var domainLookupEndDate: Date? { times?.domainLookupEnd }
+    /// When the TCP connect began (after the lookup) and ended.
+    public var connectStartDate: Date? { times?.connectStart }
+    public var connectEndDate: Date? { times?.connectEnd }
+}
+
+/// The steps of opening a connection, in order: the lookup of the host's name (none for an
+/// address), then the connect (Happy Eyeballs' attempts included).
+public struct ConnectionTimes: Sendable, Hashable {
+    public var domainLookupStart: Date?
+    public var domainLookupEnd: Date?
+    public var connectStart: Date
+    public var connectEnd: Date
 }

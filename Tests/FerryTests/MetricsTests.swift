@@ -47,13 +47,43 @@ struct MetricsTests {
             let connect = [first.fetchStartDate, first.connectStartDate, first.connectEndDate, first.requestStartDate]
             #expect(connect.compactMap { $0 }.count == 4 && connect.compactMap { $0 } == connect.compactMap { $0 }.sorted(),
                     "fetch ≤ connect start ≤ connect end ≤ request")
-            #expect(first.domainLookupStartDate == nil, "name lookup is inside the connect step")
+            #expect(first.domainLookupStartDate == nil && first.domainLookupEndDate == nil, "an address needs no lookup")
             #expect(first.remoteAddress == "127.0.0.1" && first.remotePort == server.port)
             #expect(first.localAddress == "127.0.0.1" && (first.localPort ?? 0) > 0)
 
             #expect(second.isReusedConnection)
             #expect(second.connectStartDate == nil && second.connectEndDate == nil)
             #expect(second.localPort == first.localPort, "the same connection")
+            session.finishTasksAndInvalidate()
+        }
+    }
+
+    @Test("plain http to a host name: its lookup is timed, then the connect (lookup start ≤ end ≤ connect start ≤ end ≤ request)")
+    func nameLookup() async throws {
+        try await withServer { server in
+            let recorder = MetricsRecorder()
+            let session = URLSession(configuration: .ephemeral, delegate: recorder, delegateQueue: nil)
+            // /etc/hosts names 127.0.0.1 localhost on any machine these tests run on.
+            let url = URL(string: "http://localhost:\(server.port)/bytes/100")!
+            let (data, _) = try await session.data(from: url)
+            #expect(data.count == 100)
+            let first = try #require(await recorder.next()?.transactionMetrics.first)
+            let steps = [first.fetchStartDate, first.domainLookupStartDate, first.domainLookupEndDate,
+                         first.connectStartDate, first.connectEndDate, first.requestStartDate]
+            #expect(steps.allSatisfy { $0 != nil }, "\(steps)")
+            #expect(steps.compactMap { $0 } == steps.compactMap { $0 }.sorted(), "each step after the one before: \(steps)")
+            #expect(first.remoteAddress == "127.0.0.1")
+
+            _ = try await session.data(from: url)
+            let second = try #require(await recorder.next()?.transactionMetrics.first)
+            #expect(second.isReusedConnection && second.domainLookupStartDate == nil && second.connectStartDate == nil,
+                    "a kept-alive connection was neither looked up nor connected again")
+
+            // A name that does not resolve (RFC 6761's .invalid) is the platform's cannotFindHost.
+            let failure = await #expect(throws: URLError.self) {
+                _ = try await session.data(from: URL(string: "http://no-such-host.invalid:\(server.port)/bytes/1")!)
+            }
+            #expect(failure?.code == .cannotFindHost)
             session.finishTasksAndInvalidate()
         }
     }

@@ -44,8 +44,8 @@ public final class URLSessionTaskMetrics: Sendable {
 }
 
 /// One request of a task, timed. For plain `http` requests the connection is described (new
-/// or reused, when it was opened, its addresses); name lookup is part of the connect step, so
-/// its own dates are nil. Over TLS, HTTP/2, a proxy or with a body, the connection is
+/// or reused, its name's lookup and its connect timed, its addresses; a host that is an
+/// address has no lookup dates). Over TLS, HTTP/2, a proxy or with a body, the connection is
 /// AsyncHTTPClient's and not described: those dates and addresses are nil and
 /// `isReusedConnection` is false (docs/porting.md).
 public final class URLSessionTaskTransactionMetrics: Sendable {
@@ -56,9 +56,10 @@ public final class URLSessionTaskTransactionMetrics: Sendable {
     public let request: URLRequest
     public let response: URLResponse?
     public let fetchStartDate: Date?
-    public var domainLookupStartDate: Date? { nil }
-    public var domainLookupEndDate: Date? { nil }
-    /// When opening the connection began (name lookup included); nil for a reused one.
+    /// When the host's name lookup began and ended; nil for a reused connection or an address.
+    public let domainLookupStartDate: Date?
+    public let domainLookupEndDate: Date?
+    /// When the TCP connect began (after the lookup) and ended; nil for a reused connection.
     public let connectStartDate: Date?
     public var secureConnectionStartDate: Date? { nil }
     public var secureConnectionEndDate: Date? { nil }
@@ -93,6 +94,8 @@ public final class URLSessionTaskTransactionMetrics: Sendable {
         countOfRequestBodyBytesSent = transaction.countOfRequestBodyBytesSent
         countOfResponseBodyBytesReceived = transaction.countOfResponseBodyBytesReceived
         let connection = transaction.connection
+        domainLookupStartDate = connection?.domainLookupStartDate
+        domainLookupEndDate = connection?.domainLookupEndDate
         connectStartDate = connection?.connectStartDate
         connectEndDate = connection?.connectEndDate
         isReusedConnection = connection?.isReused ?? false
