@@ -103,10 +103,11 @@ final class PlainHTTPConnections: Sendable {
         let (channel, handler) = try await open(origin, on: loop, lookup: lookup, settings: handlerSettings)
         let connected = Date()
         // The platform's steps: the name's lookup (none for an address), then the connect.
-        let looked = lookup.interval
+        // Clamped: the wall clock may step between the readings.
+        let lookupEnd = lookup.interval.map { min($0.end, connected) }
         let times = ConnectionTimes(
-            domainLookupStart: looked?.start, domainLookupEnd: looked?.end,
-            connectStart: min(looked?.end ?? opening, connected), connectEnd: max(opening, connected))
+            domainLookupStart: lookup.interval.map { min($0.start, connected) }, domainLookupEnd: lookupEnd,
+            connectStart: lookupEnd ?? min(opening, connected), connectEnd: max(opening, connected))
         let connection = PlainConnection(channel: channel, handler: handler, origin: origin, pool: self, times: times)
         let shutDown = state.withLockedValue { state in
             state.open[ObjectIdentifier(connection)] = connection

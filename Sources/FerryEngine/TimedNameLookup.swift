@@ -26,6 +26,8 @@ final class TimedNameLookup: Resolver, Sendable {
         case answeredWithoutLookup
         case lookingUp(since: Date)
         case lookedUp(since: Date, until: Date)
+        /// The connect gave up before the lookup ran (Happy Eyeballs' `cancelQueries`).
+        case cancelled
     }
     private let state = NIOLockedValueBox(State.notAsked)
 
@@ -52,7 +54,11 @@ final class TimedNameLookup: Resolver, Sendable {
         return v4.futureResult
     }
 
-    func cancelQueries() {}
+    func cancelQueries() {
+        state.withLockedValue { state in
+            if case .lookingUp = state { state = .cancelled }
+        }
+    }
 
     private func begin(host: String, port: Int) {
         if let address = try? SocketAddress(ipAddress: host, port: port) {
@@ -69,15 +75,42 @@ final class TimedNameLookup: Resolver, Sendable {
             state = .lookingUp(since: Date())
             return true
         }) else { return }
-        // getaddrinfo blocks: on NIO's pool for blocking work, never on the event loop.
-        NIOThreadPool.singleton.runIfActive(eventLoop: loop) { self.lookUp(host: host, port: port) }
-            .whenFailure { self.fail($0) }
+        // getaddrinfo blocks: never on the event loop, nor on NIO's pool for blocking work
+        // (ferryd moves files there, and a slow name server would hold those moves up).
+        Self.queue(for: loop).async { self.lookUp(host: host, port: port) }
+    }
+
+    /// One serial queue per event loop, as NIO's own resolver keeps: a loop's lookups run one
+    /// after another, beside other loops'.
+    private static let queues = NIOLockedValueBox<[ObjectIdentifier: DispatchQueue]>([:])
+
+    private static func queue(for loop: any EventLoop) -> DispatchQueue {
+        queues.withLockedValue { queues in
+            if let queue = queues[ObjectIdentifier(loop)] { return queue }
+            // Bounded: the engine's loops are those of one group, made once.
+            if queues.count >= 64 { queues.removeAll() }
+            let queue = DispatchQueue(label: "ferry.name-lookup")
+            queues[ObjectIdentifier(loop)] = queue
+            return queue
+        }
     }
 
     private func lookUp(host: String, port: Int) {
+        let wanted = state.withLockedValue { state in
+            if case .cancelled = state { return false }
+            return true
+        }
+        guard wanted else {
+            fail(CancellationError())  // nobody waits for it: no lookup made
+            return
+        }
         var hints = addrinfo()
+        #if canImport(Glibc)
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        hints.ai_protocol = Int32(IPPROTO_TCP)
+        #else
+        hints.ai_socktype = SOCK_STREAM
+        #endif
+        hints.ai_protocol = NIOBSDSocket.OptionLevel.tcp.rawValue
         var found: UnsafeMutablePointer<addrinfo>?
         let code = getaddrinfo(host, String(port), &hints, &found)
         ended()
