@@ -20,6 +20,12 @@ struct LaunchState: Sendable {
     /// A running copy of the app was told already: the next attempt starts the app.
     var toldRunningApp = false
 
+    /// A launch was made and the next one is not allowed yet: its timer looks again.
+    func isBackingOff(at now: Date) -> Bool {
+        guard let allowed = backoff.nextAllowedLaunch() else { return false }
+        return now < allowed
+    }
+
     static func delay(afterAttempts attempts: Int) -> TimeInterval {
         var backoff = LaunchBackoff(base: .seconds(10), cap: .seconds(3600))
         for _ in 0..<attempts { backoff.recordLaunch(at: Date(timeIntervalSince1970: 0)) }
@@ -149,26 +155,36 @@ extension Daemon {
     }
 
     private func launchCheck(_ session: String) async {
-        guard owner(of: session) == nil, !isStopping else { return }
-        let state = sessions[session]?.launch ?? LaunchState()
-        if let allowed = state.backoff.nextAllowedLaunch(), clock.now < allowed {
-            return  // a launch is pending or backing off; its timer looks again
-        }
-        guard let record = try? await store.session(session),
+        // A launch pending or backing off has its timer, which looks again.
+        guard owner(of: session) == nil, !isStopping, !(sessions[session]?.launch ?? LaunchState()).isBackingOff(at: clock.now),
+            let record = try? await store.session(session),
             let count = try? await store.undeliveredEvents(in: session, limit: 1).count, count > 0,
             owner(of: session) == nil
         else { return }
         if await settleUnclaimedEvents(of: record) { return }
         let app = record.appBundleIdentifier
-        if Self.isUnregistered(app) {
+        switch Self.launchRefusal(of: record) {
+        case .unregisteredClient?:
             logger.debug("events wait for an unregistered client; nothing to launch", metadata: ["session": "\(session)"])
-            return
-        }
-        guard record.sendsLaunchEvents else {
+        case .noLaunchEvents?:
             logger.info("events wait for the app to attach: its session does not send launch events", metadata: ["session": "\(session)", "app": "\(app)"])
-            return
+        case nil:
+            await launch(app, for: session, because: "session events")
         }
-        await launch(app, for: session, because: "session events")
+    }
+
+    /// Why a session's app is never started for it, whatever waits: nil when it may be.
+    enum LaunchRefusal {
+        /// The session is a client's without an app (the CLI's, a test's).
+        case unregisteredClient
+        /// The session was made with `sessionSendsLaunchEvents` false.
+        case noLaunchEvents
+    }
+
+    static func launchRefusal(of record: SessionRecord) -> LaunchRefusal? {
+        if isUnregistered(record.appBundleIdentifier) { return .unregisteredClient }
+        if !record.sendsLaunchEvents { return .noLaunchEvents }
+        return nil
     }
 
     /// Starts the app of `session`, whose task waits for an answer to an authentication
@@ -176,10 +192,10 @@ extension Daemon {
     /// and timer). True when a launch was made or is under way: an owner may attach soon.
     func launchToAnswerChallenge(_ session: String) async -> Bool {
         guard owner(of: session) == nil, !isStopping, let record = try? await store.session(session),
-            !Self.isUnregistered(record.appBundleIdentifier), record.sendsLaunchEvents
+            Self.launchRefusal(of: record) == nil
         else { return false }
         let state = sessions[session]?.launch ?? LaunchState()
-        if let allowed = state.backoff.nextAllowedLaunch(), clock.now < allowed {
+        if state.isBackingOff(at: clock.now) {
             // Backing off: worth waiting only for a launch made moments ago (its app may still
             // attach), not for an app that did not come (the default answers at once instead).
             guard let last = state.backoff.lastLaunch else { return false }
