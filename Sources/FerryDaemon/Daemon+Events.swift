@@ -156,7 +156,7 @@ extension Daemon {
 
     private func launchCheck(_ session: String) async {
         // A launch pending or backing off has its timer, which looks again.
-        guard owner(of: session) == nil, !isStopping, !(sessions[session]?.launch ?? LaunchState()).isBackingOff(at: clock.now),
+        guard owner(of: session) == nil, !isStopping, sessions[session]?.launch?.isBackingOff(at: clock.now) != true,
             let record = try? await store.session(session),
             let count = try? await store.undeliveredEvents(in: session, limit: 1).count, count > 0,
             owner(of: session) == nil

@@ -104,10 +104,10 @@ final class PlainHTTPConnections: Sendable {
         let connected = Date()
         // The platform's steps: the name's lookup (none for an address), then the connect.
         // Clamped: the wall clock may step between the readings.
-        let lookupEnd = lookup.interval.map { min($0.end, connected) }
+        let looked = lookup.interval.map { (start: min($0.start, connected), end: min($0.end, connected)) }
         let times = ConnectionTimes(
-            domainLookupStart: lookup.interval.map { min($0.start, connected) }, domainLookupEnd: lookupEnd,
-            connectStart: lookupEnd ?? min(opening, connected), connectEnd: max(opening, connected))
+            domainLookupStart: looked?.start, domainLookupEnd: looked?.end,
+            connectStart: looked?.end ?? min(opening, connected), connectEnd: max(opening, connected))
         let connection = PlainConnection(channel: channel, handler: handler, origin: origin, pool: self, times: times)
         let shutDown = state.withLockedValue { state in
             state.open[ObjectIdentifier(connection)] = connection

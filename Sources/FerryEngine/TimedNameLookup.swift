@@ -61,20 +61,13 @@ final class TimedNameLookup: Resolver, Sendable {
     }
 
     private func begin(host: String, port: Int) {
-        if let address = try? SocketAddress(ipAddress: host, port: port) {
-            guard state.withLockedValue({ state in
-                guard case .notAsked = state else { return false }
-                state = .answeredWithoutLookup
-                return true
-            }) else { return }
-            publish(address.protocol == .inet6 ? ([], [address]) : ([address], []))
-            return
-        }
+        let address = try? SocketAddress(ipAddress: host, port: port)
         guard state.withLockedValue({ state in
-            guard case .notAsked = state else { return false }
-            state = .lookingUp(since: Date())
+            guard case .notAsked = state else { return false }  // the other query began it
+            state = address == nil ? .lookingUp(since: Date()) : .answeredWithoutLookup
             return true
         }) else { return }
+        if let address { return publish(address.protocol == .inet6 ? ([], [address]) : ([address], [])) }
         // getaddrinfo blocks: never on the event loop, nor on NIO's pool for blocking work
         // (ferryd moves files there, and a slow name server would hold those moves up).
         Self.queue(for: loop).async { self.lookUp(host: host, port: port) }

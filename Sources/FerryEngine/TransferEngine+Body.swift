@@ -135,7 +135,7 @@ struct BodyCount {
     /// The error of a body that ended with fewer or more bytes than declared; nil when whole.
     func shortfall(url: URL) -> FerryError? {
         guard declared >= 0, received != declared else { return nil }
-        return FerryError(.networkConnectionLost, "the connection closed after \(received) of \(declared) bytes", url: url)
+        return cutShort(url: url, underlying: nil)
     }
 
     /// `error`, which ended the body, as the transfer's: a connection lost before the declared
@@ -143,7 +143,11 @@ struct BodyCount {
     func failure(_ error: any Error, url: URL) -> FerryError {
         let mapped = FerryError.from(error, url: url)
         guard declared >= 0, received < declared, [.networkConnectionLost, .badServerResponse, .unknown].contains(mapped.code) else { return mapped }
-        return FerryError(.networkConnectionLost, "the connection closed after \(received) of \(declared) bytes", url: url, underlying: error)
+        return cutShort(url: url, underlying: error)
+    }
+
+    private func cutShort(url: URL, underlying: (any Error)?) -> FerryError {
+        FerryError(.networkConnectionLost, "the connection closed after \(received) of \(declared) bytes", url: url, underlying: underlying)
     }
 }
 
